@@ -1,0 +1,35 @@
+import { ForbiddenError, UnauthorizedError } from "@commerce/shared/errors";
+import { Elysia } from "elysia";
+import { bearerChallenge, type Principal, type TokenVerifier } from "./service";
+
+const principals = new WeakMap<Request, Principal>();
+
+/**
+ * Bearer auth for every `/api/*` route (A1-A4). The token is checked when the request arrives,
+ * before its body is read, so an anonymous caller learns nothing about the schemas. A route asks
+ * for `auth: "customer"` or `auth: "admin"` (403 without the admin scope) and gets `principal`.
+ */
+export function auth(verify: TokenVerifier) {
+  return new Elysia({ name: "auth" })
+    .onRequest(async ({ request }) => {
+      if (!new URL(request.url).pathname.startsWith("/api/")) return;
+      const header = request.headers.get("authorization");
+      const match = header?.match(/^Bearer ([A-Za-z0-9._~+/=-]+)$/);
+      if (!match)
+        throw new UnauthorizedError("An Authorization: Bearer token is required", {
+          "www-authenticate": bearerChallenge(),
+        });
+      principals.set(request, await verify(match[1]));
+    })
+    .macro({
+      auth: (role: "customer" | "admin") => ({
+        detail: { security: [{ bearerAuth: [] }] },
+        resolve({ request }) {
+          const principal = principals.get(request);
+          if (!principal) throw new UnauthorizedError();
+          if (role === "admin" && !principal.admin) throw new ForbiddenError();
+          return { principal };
+        },
+      }),
+    });
+}

@@ -1,0 +1,46 @@
+import { Elysia, t } from "elysia";
+import type { ApiDeps } from "../../app";
+import { auth } from "../auth";
+import { cart, cartItem, cartItemChange, cartItemParams } from "./model";
+import { getCart, putCartItem, removeCartItem } from "./service";
+
+export const cartController = ({ db, verifyToken }: ApiDeps) =>
+  new Elysia({ prefix: "/api/cart", detail: { tags: ["Cart"] } })
+    .use(auth(verifyToken))
+    .get("/", ({ principal }) => getCart(db, principal.customerId), {
+      auth: "customer",
+      response: { 200: cart },
+      detail: { summary: "Read the caller's cart (C1)" },
+    })
+    .put(
+      "/items/:product_id",
+      async ({ params, body, principal, status }) => {
+        const { item, created } = await putCartItem(
+          db,
+          principal.customerId,
+          params.product_id,
+          body.qty,
+        );
+        return created ? status(201, item) : status(200, item);
+      },
+      {
+        auth: "customer",
+        params: cartItemParams,
+        body: cartItemChange,
+        response: { 200: cartItem, 201: cartItem },
+        detail: { summary: "Put a product in the cart or change its quantity (C2)" },
+      },
+    )
+    .delete(
+      "/items/:product_id",
+      async ({ params, principal, status }) => {
+        await removeCartItem(db, principal.customerId, params.product_id);
+        return status(204, undefined);
+      },
+      {
+        auth: "customer",
+        params: cartItemParams,
+        response: { 204: t.Void() },
+        detail: { summary: "Remove a product from the cart (C3)" },
+      },
+    );

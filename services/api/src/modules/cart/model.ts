@@ -1,0 +1,21 @@
+import { bodyInt } from "@commerce/shared/schema";
+import { t } from "elysia";
+import { productIdParam } from "../products/model";
+
+export const cartItem = t.Object({
+  product_id: t.Integer(),
+  name: t.String(),
+  price: t.Integer(),
+  qty: t.Integer(),
+});
+
+export const cart = t.Object({
+  items: t.Array(cartItem),
+  total: t.Integer({ description: "Sum of price × qty, in minor units of STORE_CURRENCY" }),
+});
+
+export const cartItemParams = t.Object({ product_id: productIdParam("product_id") });
+
+export const cartItemChange = t.Object({ qty: bodyInt(1, 1000) }, { additionalProperties: false });
+
+export type CartItem = typeof cartItem.static;

@@ -1,0 +1,78 @@
+import { Elysia, t } from "elysia";
+import type { ApiDeps } from "../../app";
+import { auth } from "../auth";
+import {
+  newOrder,
+  order,
+  orderHeaders,
+  orderIdParam,
+  orderListQuery,
+  orderPage,
+  orderPaidChange,
+} from "./model";
+import { createOrder, createOrderOnce, getOrder, listOrders, payOrderManually } from "./service";
+
+export const ordersController = ({
+  db,
+  verifyToken,
+  storeCurrency,
+  topology,
+  outboxWritten,
+}: ApiDeps) =>
+  new Elysia({ prefix: "/api/orders", detail: { tags: ["Orders"] } })
+    .use(auth(verifyToken))
+    .post(
+      "/",
+      async ({ body, headers, principal, set, status }) => {
+        const key = headers["idempotency-key"];
+        const result = key
+          ? await createOrderOnce(db, principal.customerId, key, body, storeCurrency)
+          : {
+              status: 201,
+              body: await createOrder(db, principal.customerId, body, storeCurrency),
+              replayed: false,
+            };
+        set.headers.location = `/api/orders/${result.body.order_id}`;
+        if (result.replayed) set.headers["idempotent-replayed"] = "true";
+        return status(201, result.body);
+      },
+      {
+        auth: "customer",
+        body: newOrder,
+        headers: orderHeaders,
+        response: { 201: order },
+        detail: { summary: "Place an order (R1); an Idempotency-Key makes retries safe (R2)" },
+      },
+    )
+    .get(
+      "/",
+      ({ query, principal }) =>
+        listOrders(db, principal, { page: query.page ?? 1, perPage: query.per_page ?? 20 }),
+      {
+        auth: "customer",
+        query: orderListQuery,
+        response: { 200: orderPage },
+        detail: { summary: "List own orders (all for admin), newest first (R3)" },
+      },
+    )
+    .get("/:order_id", ({ params, principal }) => getOrder(db, principal, params.order_id), {
+      auth: "customer",
+      params: t.Object({ order_id: orderIdParam }),
+      response: { 200: order },
+      detail: { summary: "Read an order: own, or any for admin; others answer 404 (R3, A4)" },
+    })
+    .patch(
+      "/:order_id",
+      async ({ params }) => {
+        const { order, moved } = await payOrderManually(db, params.order_id, topology.orders.paid);
+        if (moved) outboxWritten();
+        return order;
+      },
+      {
+        auth: "admin",
+        params: t.Object({ order_id: orderIdParam }),
+        body: orderPaidChange,
+        response: { 200: order },
+        detail: { summary: "Mark an order paid (admin, R4); already paid answers it unchanged" },
+      },
+    );

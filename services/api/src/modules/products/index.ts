@@ -1,0 +1,54 @@
+import { Elysia, t } from "elysia";
+import type { ApiDeps } from "../../app";
+import { auth } from "../auth";
+import {
+  newProduct,
+  product,
+  productChange,
+  productIdParam,
+  productPage,
+  productQuery,
+} from "./model";
+import { createProduct, getProduct, listProducts, updateProduct } from "./service";
+
+export const productsController = ({ db, verifyToken }: ApiDeps) =>
+  new Elysia({ prefix: "/api/products", detail: { tags: ["Products"] } })
+    .use(auth(verifyToken))
+    .get(
+      "/",
+      ({ query }) =>
+        listProducts(db, query.category, { page: query.page ?? 1, perPage: query.per_page ?? 20 }),
+      {
+        auth: "customer",
+        query: productQuery,
+        response: { 200: productPage },
+        detail: { summary: "List products, optionally of one category, a page at a time (P1)" },
+      },
+    )
+    .get("/:id", ({ params }) => getProduct(db, params.id), {
+      auth: "customer",
+      params: t.Object({ id: productIdParam("id") }),
+      response: { 200: product },
+      detail: { summary: "Read one product (P2)" },
+    })
+    .post(
+      "/",
+      async ({ body, set, status }) => {
+        const created = await createProduct(db, body);
+        set.headers.location = `/api/products/${created.id}`;
+        return status(201, created);
+      },
+      {
+        auth: "admin",
+        body: newProduct,
+        response: { 201: product },
+        detail: { summary: "Create a product (admin, P3)" },
+      },
+    )
+    .patch("/:id", ({ params, body }) => updateProduct(db, params.id, body), {
+      auth: "admin",
+      params: t.Object({ id: productIdParam("id") }),
+      body: productChange,
+      response: { 200: product },
+      detail: { summary: "Change a product's name, price or category (admin, P3)" },
+    });

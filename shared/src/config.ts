@@ -1,0 +1,79 @@
+import { type LogLevel, logLevels } from "./logger";
+
+export type Env = Record<string, string | undefined>;
+
+/** A bad or missing setting; main prints its message as the one line and exits. */
+export class ConfigError extends Error {}
+
+const present = (env: Env, name: string) => {
+  const value = env[name]?.trim();
+  return value === undefined || value === "" ? undefined : value;
+};
+
+export const read = {
+  string(env: Env, name: string, fallback?: string): string {
+    const value = present(env, name) ?? fallback;
+    if (value === undefined) throw new ConfigError(`${name} is required but not set`);
+    return value;
+  },
+
+  optional(env: Env, name: string): string | undefined {
+    return present(env, name);
+  },
+
+  int(
+    env: Env,
+    name: string,
+    fallback: number,
+    { min = 0, max = Number.MAX_SAFE_INTEGER } = {},
+  ): number {
+    const raw = present(env, name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max)
+      throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+    return Number(raw);
+  },
+
+  bool(env: Env, name: string, fallback = false): boolean {
+    const raw = present(env, name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (["1", "true", "yes", "on"].includes(raw)) return true;
+    if (["0", "false", "no", "off"].includes(raw)) return false;
+    throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  },
+
+  url(env: Env, name: string, protocols: string[], fallback?: string): string {
+    const value = read.string(env, name, fallback);
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      throw new ConfigError(`${name} must be a URL (${protocols.join(" or ")})`);
+    }
+    if (!protocols.includes(url.protocol))
+      throw new ConfigError(`${name} must be a URL starting with ${protocols.join(" or ")}`);
+    return value;
+  },
+
+  logLevel(env: Env): LogLevel {
+    const raw = present(env, "LOG_LEVEL")?.toLowerCase() ?? "info";
+    if (!logLevels.includes(raw as LogLevel))
+      throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got "${raw}"`);
+    return raw as LogLevel;
+  },
+};
+
+/** Settings both services share. */
+export function readCommonConfig(env: Env, defaultPort: number) {
+  return {
+    port: read.int(env, "PORT", defaultPort, { min: 0, max: 65535 }),
+    databaseUrl: read.url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
+    natsUrl: read.string(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    rateLimit: {
+      ratePerSecond: read.int(env, "RATE_LIMIT_RPS", 0),
+      burst: read.int(env, "RATE_LIMIT_BURST", 0),
+    },
+    trustProxy: read.bool(env, "TRUST_PROXY"),
+    logLevel: read.logLevel(env),
+  };
+}

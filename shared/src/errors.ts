@@ -1,0 +1,120 @@
+export type FieldError = { path: string; message: string };
+
+export type Problem = {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: FieldError[];
+};
+
+/** An error that knows its HTTP status; the problem plugin turns it into problem+json (E1). */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    detail: string,
+    readonly errors?: FieldError[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(detail);
+  }
+
+  toProblem(): Problem {
+    const problem: Problem = {
+      type: problemType(this.status),
+      title: this.title,
+      status: this.status,
+      detail: this.message,
+    };
+    if (this.errors) problem.errors = this.errors;
+    return problem;
+  }
+}
+
+export class ValidationError extends HttpError {
+  constructor(detail: string, errors?: FieldError[]) {
+    super(400, "Bad Request", detail, errors);
+  }
+}
+
+export class UnauthorizedError extends HttpError {
+  constructor(detail = "Missing or invalid credentials", headers?: Record<string, string>) {
+    super(401, "Unauthorized", detail, undefined, headers);
+  }
+}
+
+export class ForbiddenError extends HttpError {
+  constructor(detail = "This token does not grant the needed scope") {
+    super(403, "Forbidden", detail);
+  }
+}
+
+export class NotFoundError extends HttpError {
+  constructor(detail = "Not found") {
+    super(404, "Not Found", detail);
+  }
+}
+
+export class ConflictError extends HttpError {
+  constructor(detail: string) {
+    super(409, "Conflict", detail);
+  }
+}
+
+export class PayloadTooLargeError extends HttpError {
+  constructor(limitBytes: number) {
+    super(413, "Payload Too Large", `The request body is larger than ${limitBytes} bytes`);
+  }
+}
+
+export class UnsupportedMediaTypeError extends HttpError {
+  constructor() {
+    super(415, "Unsupported Media Type", "The request body must be application/json");
+  }
+}
+
+export class UnprocessableError extends HttpError {
+  constructor(detail: string) {
+    super(422, "Unprocessable Content", detail);
+  }
+}
+
+export class RateLimitedError extends HttpError {
+  constructor(retryAfterSeconds: number) {
+    super(429, "Too Many Requests", "Rate limit exceeded; retry later", undefined, {
+      "retry-after": String(retryAfterSeconds),
+    });
+  }
+}
+
+export class UnavailableError extends HttpError {
+  constructor(detail = "A dependency is unavailable; retry later") {
+    super(503, "Service Unavailable", detail, undefined, { "retry-after": "1" });
+  }
+}
+
+const typeSlugs: Record<number, string> = {
+  400: "bad-request",
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not-found",
+  409: "conflict",
+  413: "payload-too-large",
+  415: "unsupported-media-type",
+  422: "unprocessable-content",
+  429: "too-many-requests",
+  500: "internal-error",
+  503: "service-unavailable",
+};
+
+export function problemType(status: number): string {
+  return typeSlugs[status] ? "about:blank" : "about:blank";
+}
+
+export function problemResponse(error: HttpError, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(error.toProblem()), {
+    status: error.status,
+    headers: { ...headers, ...error.headers, "content-type": "application/problem+json" },
+  });
+}

@@ -1,0 +1,163 @@
+import { Elysia, type ValidationError as ElysiaValidationError } from "elysia";
+import {
+  type FieldError,
+  HttpError,
+  NotFoundError,
+  PayloadTooLargeError,
+  problemResponse,
+  UnavailableError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from "./errors";
+import { describeError, type Logger } from "./logger";
+import type { Metrics } from "./metrics";
+
+type RequestMeta = { id: string; startedAt: number };
+
+const requestMeta = new WeakMap<Request, RequestMeta>();
+const saneRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The id of the request being served (O5); the same value the response header carries. */
+export function requestIdOf(request: Request): string {
+  return requestMeta.get(request)?.id ?? "";
+}
+
+const isDatabaseDown = (error: unknown): boolean => {
+  const code = (error as { code?: unknown })?.code;
+  return (
+    typeof code === "string" &&
+    (code.startsWith("CONNECT") ||
+      code === "ECONNREFUSED" ||
+      code === "ECONNRESET" ||
+      code === "57P01" ||
+      code === "57P03" ||
+      code.startsWith("08"))
+  );
+};
+
+const isFieldError = (value: unknown): value is FieldError =>
+  typeof value === "object" && value !== null && "path" in value && "message" in value;
+
+/** One entry per offending field: a schema's own message first, else TypeBox's summary. */
+function validationProblem(error: ElysiaValidationError): ValidationError {
+  const where =
+    { body: "body", query: "query string", params: "path", headers: "headers" }[error.type] ??
+    "input";
+  const errors: FieldError[] = isFieldError(error.customError) ? [error.customError] : [];
+  for (const e of error.all) {
+    const path = "path" in e ? e.path : "";
+    if (!path || errors.some((known) => known.path === path)) continue;
+    errors.push({ path, message: ("summary" in e && e.summary) || e.message });
+    if (errors.length >= 20) break;
+  }
+  return new ValidationError(`The request ${where} is invalid`, errors);
+}
+
+/**
+ * Request ids (O5), one JSON log line and one metric sample per request (O3, O6), and every error
+ * turned into problem+json (E1-E3). Registered once, on the outermost app.
+ */
+export function httpPlugin({ logger, metrics }: { logger: Logger; metrics: Metrics }) {
+  return new Elysia({ name: "http" })
+    .onRequest(({ request, set }) => {
+      const sent = request.headers.get("x-request-id");
+      const id = sent && saneRequestId.test(sent) ? sent : crypto.randomUUID();
+      requestMeta.set(request, { id, startedAt: performance.now() });
+      set.headers["x-request-id"] = id;
+    })
+    .onError({ as: "global" }, ({ code, error, request, set }) => {
+      let problem: HttpError;
+      // A parser's own error (413, 415, 400) arrives wrapped in Elysia's ParseError.
+      const cause = code === "PARSE" ? (error as Error).cause : undefined;
+      if (error instanceof HttpError) problem = error;
+      else if (cause instanceof HttpError) problem = cause;
+      else if (code === "VALIDATION") problem = validationProblem(error as ElysiaValidationError);
+      else if (code === "PARSE")
+        problem = new ValidationError("The request body is not valid JSON");
+      else if (code === "NOT_FOUND") problem = new NotFoundError("No such route");
+      else if (isDatabaseDown(error)) {
+        logger.error("dependency unavailable", {
+          request_id: requestIdOf(request),
+          ...describeError(error),
+        });
+        problem = new UnavailableError();
+      } else {
+        logger.error("unexpected error", {
+          request_id: requestIdOf(request),
+          ...describeError(error),
+        });
+        problem = new HttpError(500, "Internal Server Error", "An unexpected error occurred");
+      }
+      set.status = problem.status;
+      return problemResponse(problem, { "x-request-id": requestIdOf(request) });
+    })
+    .onAfterResponse({ as: "global" }, ({ request, route, set }) => {
+      const meta = requestMeta.get(request);
+      if (!meta) return;
+      const seconds = (performance.now() - meta.startedAt) / 1000;
+      const status = typeof set.status === "number" ? set.status : 200;
+      const labels = {
+        method: request.method,
+        route: route || "unmatched",
+        status: String(status),
+      };
+      metrics.httpRequests.inc(labels);
+      metrics.httpDuration.observe(labels, seconds);
+      logger.info("request", {
+        request_id: meta.id,
+        method: request.method,
+        route: labels.route,
+        status,
+        duration_ms: Math.round(seconds * 100_000) / 100,
+      });
+    });
+}
+
+/**
+ * Reads a JSON body within `limitBytes` (413), only as application/json (415), and answers 400 for
+ * malformed JSON. Registered as the app's parser so no route sees an unchecked body.
+ */
+export function jsonBodyPlugin({ limitBytes }: { limitBytes: number }) {
+  return new Elysia({ name: "json-body" }).onParse({ as: "global" }, async ({ request }) =>
+    hasBody(request)
+      ? readJsonBody(request, request.headers.get("content-type"), limitBytes)
+      : undefined,
+  );
+}
+
+export function assertContentLength(request: Request, limitBytes: number): void {
+  const declared = Number(request.headers.get("content-length") ?? 0);
+  if (declared > limitBytes) throw new PayloadTooLargeError(limitBytes);
+}
+
+export function assertJsonContentType(contentType: string | null): void {
+  const mediaType = (contentType ?? "").split(";")[0].trim().toLowerCase();
+  if (mediaType !== "application/json") throw new UnsupportedMediaTypeError();
+}
+
+export async function readRawBody(request: Request, limitBytes: number): Promise<Uint8Array> {
+  assertContentLength(request, limitBytes);
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  if (bytes.byteLength > limitBytes) throw new PayloadTooLargeError(limitBytes);
+  return bytes;
+}
+
+const hasBody = (request: Request) =>
+  request.headers.has("content-type") ||
+  request.headers.has("transfer-encoding") ||
+  Number(request.headers.get("content-length") ?? 0) > 0;
+
+async function readJsonBody(
+  request: Request,
+  contentType: string | null,
+  limitBytes: number,
+): Promise<unknown> {
+  assertContentLength(request, limitBytes);
+  assertJsonContentType(contentType);
+  const bytes = await readRawBody(request, limitBytes);
+  try {
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    throw new ValidationError("The request body is not valid JSON");
+  }
+}

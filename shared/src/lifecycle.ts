@@ -1,0 +1,45 @@
+import { ConfigError } from "./config";
+import { describeError, type Logger } from "./logger";
+
+/** Reads the configuration or stops the process with one line naming the bad variable. */
+export function configOrExit<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`configuration error: ${error.message}\n`);
+    process.exit(1);
+  }
+}
+
+/**
+ * Graceful shutdown (O7): on SIGTERM or SIGINT run the steps in order (stop accepting, finish
+ * in-flight work, drain NATS, close the database) and exit 0; exit 1 if they take over 10 s.
+ */
+export function onShutdown(
+  logger: Logger,
+  steps: Array<[string, () => Promise<unknown> | unknown]>,
+): void {
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("shutting down", { signal });
+    const deadline = setTimeout(() => {
+      logger.error("shutdown took longer than 10 s; exiting");
+      process.exit(1);
+    }, 9_500);
+    for (const [name, step] of steps) {
+      try {
+        await step();
+      } catch (error) {
+        logger.warn(`shutdown step failed: ${name}`, describeError(error));
+      }
+    }
+    clearTimeout(deadline);
+    logger.info("stopped");
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}

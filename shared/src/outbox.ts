@@ -1,0 +1,113 @@
+import type { JetStreamClient } from "nats";
+import type { Sql } from "./database";
+import { describeError, type Logger } from "./logger";
+
+type OutboxRow = { id: number; subject: string; message_id: string; payload: unknown };
+
+export type OutboxRelayOptions = {
+  sql: Sql;
+  /** The service's own outbox, schema-qualified: `api.outbox` or `payments.outbox`. */
+  schema: string;
+  jetstream: () => JetStreamClient | undefined;
+  logger: Logger;
+  intervalMs?: number;
+  batchSize?: number;
+};
+
+const encoder = new TextEncoder();
+
+/**
+ * The transactional outbox relay (microservices.io): publishes unpublished outbox rows to
+ * JetStream, right after a commit (`kick`) and on a timer for anything left over, and marks a row
+ * published only after JetStream acked it. The row's message id lets JetStream drop the copy a
+ * crash between ack and mark would send again. Rows are locked with SKIP LOCKED, so replicas
+ * share the work.
+ */
+export class OutboxRelay {
+  private timer?: Timer;
+  private running?: Promise<void>;
+  private again = false;
+  private stopped = false;
+  private readonly intervalMs: number;
+  private readonly batchSize: number;
+
+  constructor(private readonly options: OutboxRelayOptions) {
+    this.intervalMs = options.intervalMs ?? 1000;
+    this.batchSize = options.batchSize ?? 100;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), this.intervalMs);
+    this.kick();
+  }
+
+  /** Publish now; a call while publishing makes the relay look again when it is done. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain().finally(() => {
+      this.running = undefined;
+      if (this.again) {
+        this.again = false;
+        this.kick();
+      }
+    });
+  }
+
+  /** Stops the timer and waits for the batch in flight (O7). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  async backlog(): Promise<number> {
+    const [row] = await this.options.sql`
+      select count(*)::int as n from ${this.options.sql(this.options.schema)}.outbox where published_at is null`;
+    return row.n;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (!this.stopped) {
+        const js = this.options.jetstream();
+        if (!js) return;
+        const { count, failure } = await this.publishBatch(js);
+        if (failure) throw failure;
+        if (count < this.batchSize) return;
+      }
+    } catch (error) {
+      this.options.logger.warn("outbox relay will retry", describeError(error));
+    }
+  }
+
+  /** Publishes one locked batch; rows JetStream acked are marked even when others failed. */
+  private publishBatch(js: JetStreamClient): Promise<{ count: number; failure?: unknown }> {
+    const { sql, schema } = this.options;
+    return sql.begin(async (tx) => {
+      const rows = await tx<OutboxRow[]>`
+        select id, subject, message_id, payload from ${tx(schema)}.outbox
+        where published_at is null order by id limit ${this.batchSize}
+        for update skip locked`;
+      if (rows.length === 0) return { count: 0 };
+      const results = await Promise.allSettled(
+        rows.map((row) =>
+          js.publish(row.subject, encoder.encode(JSON.stringify(row.payload)), {
+            msgID: row.message_id,
+            timeout: 5000,
+          }),
+        ),
+      );
+      const acked = rows.filter((_, i) => results[i].status === "fulfilled").map((row) => row.id);
+      if (acked.length)
+        await tx`update ${tx(schema)}.outbox set published_at = now() where id in ${tx(acked)}`;
+      const failed = results.find((r) => r.status === "rejected") as
+        | PromiseRejectedResult
+        | undefined;
+      return { count: rows.length, failure: failed?.reason };
+    });
+  }
+}

@@ -1,0 +1,33 @@
+import { Type } from "@sinclair/typebox";
+import { t } from "elysia";
+
+/**
+ * A JSON body integer: strict, unlike Elysia's `t.Integer`, which also accepts numeric strings
+ * such as "5" or "0x10" (E3 says wrong types are 400).
+ */
+export const bodyInt = (min: number, max: number, description?: string) =>
+  Type.Integer({ minimum: min, maximum: max, ...(description ? { description } : {}) });
+
+/** An integer read from the path or query string, with a message that names the field. */
+export const urlInt = (
+  where: "path" | "query",
+  name: string,
+  min: number,
+  max: number,
+  extra = {},
+) =>
+  t.Integer({
+    minimum: min,
+    maximum: max,
+    ...extra,
+    error: {
+      path: `/${name}`,
+      message: `${name} (${where}) must be an integer from ${min} to ${max}`,
+    },
+  });
+
+declare module "elysia/type-system/types" {
+  interface ElysiaTypeCustomErrors {
+    field: { path: string; message: string };
+  }
+}
