@@ -64,14 +64,17 @@ export const read = {
 };
 
 /** Settings both services share. */
-export function readCommonConfig(env: Env, defaultPort: number) {
+export function readCommonConfig(
+  env: Env,
+  defaults: { port: number; ratePerSecond: number; burst: number },
+) {
   return {
-    port: read.int(env, "PORT", defaultPort, { min: 0, max: 65535 }),
+    port: read.int(env, "PORT", defaults.port, { min: 0, max: 65535 }),
     databaseUrl: read.url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
     natsUrl: read.string(env, "NATS_URL", "nats://127.0.0.1:4222"),
     rateLimit: {
-      ratePerSecond: read.int(env, "RATE_LIMIT_RPS", 0),
-      burst: read.int(env, "RATE_LIMIT_BURST", 0),
+      ratePerSecond: read.int(env, "RATE_LIMIT_RPS", defaults.ratePerSecond),
+      burst: read.int(env, "RATE_LIMIT_BURST", defaults.burst),
     },
     trustProxy: read.bool(env, "TRUST_PROXY"),
     logLevel: read.logLevel(env),

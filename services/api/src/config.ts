@@ -12,7 +12,7 @@ export function loadConfig(env: Env) {
   if (!/^[A-Z]{3}$/.test(currency))
     throw new ConfigError(`STORE_CURRENCY must be three upper-case letters, got "${currency}"`);
   return {
-    ...readCommonConfig(env, 3000),
+    ...readCommonConfig(env, { port: 3000, ratePerSecond: 50, burst: 100 }),
     auth: {
       jwtSecret,
       jwksUrl: jwksUrl ? read.url(env, "AUTH_JWKS_URL", ["https:", "http:"]) : undefined,
