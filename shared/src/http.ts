@@ -23,6 +23,9 @@ export function requestIdOf(request: Request): string {
 }
 
 const isDatabaseDown = (error: unknown): boolean => {
+  // drizzle wraps the driver's error as its cause.
+  const cause = (error as { cause?: unknown })?.cause;
+  if (cause && cause !== error && isDatabaseDown(cause)) return true;
   const code = (error as { code?: unknown })?.code;
   return (
     typeof code === "string" &&
@@ -114,15 +117,16 @@ export function httpPlugin({ logger, metrics }: { logger: Logger; metrics: Metri
 }
 
 /**
- * Reads a JSON body within `limitBytes` (413), only as application/json (415), and answers 400 for
- * malformed JSON. Registered as the app's parser so no route sees an unchecked body.
+ * Checks a request body's declared size (413) and media type (415) before anything reads it; the
+ * server's own `maxRequestBodySize` stops bodies that lie about their size. Routes then parse with
+ * `parse: "json"`, so malformed JSON is a 400.
  */
 export function jsonBodyPlugin({ limitBytes }: { limitBytes: number }) {
-  return new Elysia({ name: "json-body" }).onParse({ as: "global" }, async ({ request }) =>
-    hasBody(request)
-      ? readJsonBody(request, request.headers.get("content-type"), limitBytes)
-      : undefined,
-  );
+  return new Elysia({ name: "json-body" }).onRequest(({ request }) => {
+    if (!hasBody(request)) return;
+    assertContentLength(request, limitBytes);
+    assertJsonContentType(request.headers.get("content-type"));
+  });
 }
 
 export function assertContentLength(request: Request, limitBytes: number): void {
@@ -142,22 +146,7 @@ export async function readRawBody(request: Request, limitBytes: number): Promise
   return bytes;
 }
 
-const hasBody = (request: Request) =>
+export const hasBody = (request: Request) =>
   request.headers.has("content-type") ||
   request.headers.has("transfer-encoding") ||
   Number(request.headers.get("content-length") ?? 0) > 0;
-
-async function readJsonBody(
-  request: Request,
-  contentType: string | null,
-  limitBytes: number,
-): Promise<unknown> {
-  assertContentLength(request, limitBytes);
-  assertJsonContentType(contentType);
-  const bytes = await readRawBody(request, limitBytes);
-  try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch {
-    throw new ValidationError("The request body is not valid JSON");
-  }
-}

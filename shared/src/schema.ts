@@ -1,6 +1,9 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 
+/** A plain JSON integer, for response schemas: no string twin in the OpenAPI document. */
+export const integer = (options: Parameters<typeof Type.Integer>[0] = {}) => Type.Integer(options);
+
 /**
  * A JSON body integer: strict, unlike Elysia's `t.Integer`, which also accepts numeric strings
  * such as "5" or "0x10" (E3 says wrong types are 400).

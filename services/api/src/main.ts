@@ -5,7 +5,8 @@ import { messageTopology, streamsOf } from "@commerce/shared/messages";
 import { Metrics } from "@commerce/shared/metrics";
 import { ensureStream, NatsLink } from "@commerce/shared/nats";
 import { OutboxRelay } from "@commerce/shared/outbox";
-import { createApp } from "./app";
+import { RateLimiter } from "@commerce/shared/rate-limit";
+import { apiBodyLimit, createApp } from "./app";
 import { loadConfig } from "./config";
 import { createDatabase, migrationsFolder } from "./db";
 import { createTokenVerifier } from "./modules/auth/service";
@@ -33,6 +34,7 @@ const app = createApp({
   sql,
   db,
   verifyToken: createTokenVerifier(config.auth),
+  rateLimiter: new RateLimiter(config.rateLimit),
   storeCurrency: config.storeCurrency,
   topology,
   logger,
@@ -41,7 +43,7 @@ const app = createApp({
   outboxWritten: () => relay.kick(),
 });
 
-app.listen({ port: config.port, hostname: "0.0.0.0", maxRequestBodySize: 1024 * 1024 });
+app.listen({ port: config.port, hostname: "0.0.0.0", maxRequestBodySize: apiBodyLimit });
 logger.info("api listening", { port: app.server?.port });
 void nats.start().catch((error) => logger.error("nats connect failed", { error: String(error) }));
 relay.start();

@@ -1,4 +1,5 @@
 import { ForbiddenError, UnauthorizedError } from "@commerce/shared/errors";
+import type { RateLimiter } from "@commerce/shared/rate-limit";
 import { Elysia } from "elysia";
 import { bearerChallenge, type Principal, type TokenVerifier } from "./service";
 
@@ -8,8 +9,9 @@ const principals = new WeakMap<Request, Principal>();
  * Bearer auth for every `/api/*` route (A1-A4). The token is checked when the request arrives,
  * before its body is read, so an anonymous caller learns nothing about the schemas. A route asks
  * for `auth: "customer"` or `auth: "admin"` (403 without the admin scope) and gets `principal`.
+ * Each customer has a request budget (429 when spent).
  */
-export function auth(verify: TokenVerifier) {
+export function auth(verify: TokenVerifier, limiter?: RateLimiter) {
   return new Elysia({ name: "auth" })
     .onRequest(async ({ request }) => {
       if (!new URL(request.url).pathname.startsWith("/api/")) return;
@@ -19,7 +21,9 @@ export function auth(verify: TokenVerifier) {
         throw new UnauthorizedError("An Authorization: Bearer token is required", {
           "www-authenticate": bearerChallenge(),
         });
-      principals.set(request, await verify(match[1]));
+      const principal = await verify(match[1]);
+      limiter?.take(principal.customerId);
+      principals.set(request, principal);
     })
     .macro({
       auth: (role: "customer" | "admin") => ({

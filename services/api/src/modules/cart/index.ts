@@ -1,3 +1,4 @@
+import { problems } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../app";
 import { auth } from "../auth";
@@ -9,7 +10,7 @@ export const cartController = ({ db, verifyToken }: ApiDeps) =>
     .use(auth(verifyToken))
     .get("/", ({ principal }) => getCart(db, principal.customerId), {
       auth: "customer",
-      response: { 200: cart },
+      response: { 200: cart, ...problems(401, 429, 503) },
       detail: { summary: "Read the caller's cart (C1)" },
     })
     .put(
@@ -26,8 +27,9 @@ export const cartController = ({ db, verifyToken }: ApiDeps) =>
       {
         auth: "customer",
         params: cartItemParams,
+        parse: "json",
         body: cartItemChange,
-        response: { 200: cartItem, 201: cartItem },
+        response: { 200: cartItem, 201: cartItem, ...problems(400, 401, 404, 413, 415, 429, 503) },
         detail: { summary: "Put a product in the cart or change its quantity (C2)" },
       },
     )
@@ -40,7 +42,7 @@ export const cartController = ({ db, verifyToken }: ApiDeps) =>
       {
         auth: "customer",
         params: cartItemParams,
-        response: { 204: t.Void() },
+        response: { 204: t.Void(), ...problems(400, 401, 404, 429, 503) },
         detail: { summary: "Remove a product from the cart (C3)" },
       },
     );

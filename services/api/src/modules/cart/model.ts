@@ -1,17 +1,17 @@
-import { bodyInt } from "@commerce/shared/schema";
+import { bodyInt, integer } from "@commerce/shared/schema";
 import { t } from "elysia";
 import { productIdParam } from "../products/model";
 
 export const cartItem = t.Object({
-  product_id: t.Integer(),
+  product_id: integer(),
   name: t.String(),
-  price: t.Integer(),
-  qty: t.Integer(),
+  price: integer(),
+  qty: integer(),
 });
 
 export const cart = t.Object({
   items: t.Array(cartItem),
-  total: t.Integer({ description: "Sum of price × qty, in minor units of STORE_CURRENCY" }),
+  total: integer({ description: "Sum of price × qty, in minor units of STORE_CURRENCY" }),
 });
 
 export const cartItemParams = t.Object({ product_id: productIdParam("product_id") });

@@ -1,3 +1,4 @@
+import { problems } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../app";
 import { auth } from "../auth";
@@ -38,9 +39,10 @@ export const ordersController = ({
       },
       {
         auth: "customer",
+        parse: "json",
         body: newOrder,
         headers: orderHeaders,
-        response: { 201: order },
+        response: { 201: order, ...problems(400, 401, 404, 409, 413, 415, 422, 429, 503) },
         detail: { summary: "Place an order (R1); an Idempotency-Key makes retries safe (R2)" },
       },
     )
@@ -51,14 +53,14 @@ export const ordersController = ({
       {
         auth: "customer",
         query: orderListQuery,
-        response: { 200: orderPage },
+        response: { 200: orderPage, ...problems(400, 401, 429, 503) },
         detail: { summary: "List own orders (all for admin), newest first (R3)" },
       },
     )
     .get("/:order_id", ({ params, principal }) => getOrder(db, principal, params.order_id), {
       auth: "customer",
       params: t.Object({ order_id: orderIdParam }),
-      response: { 200: order },
+      response: { 200: order, ...problems(400, 401, 404, 429, 503) },
       detail: { summary: "Read an order: own, or any for admin; others answer 404 (R3, A4)" },
     })
     .patch(
@@ -71,8 +73,9 @@ export const ordersController = ({
       {
         auth: "admin",
         params: t.Object({ order_id: orderIdParam }),
+        parse: "json",
         body: orderPaidChange,
-        response: { 200: order },
+        response: { 200: order, ...problems(400, 401, 403, 404, 413, 415, 429, 503) },
         detail: { summary: "Mark an order paid (admin, R4); already paid answers it unchanged" },
       },
     );

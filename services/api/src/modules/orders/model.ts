@@ -1,15 +1,15 @@
-import { bodyInt, urlInt } from "@commerce/shared/schema";
+import { bodyInt, integer, urlInt } from "@commerce/shared/schema";
 import { t } from "elysia";
 import { page, pageQuery, productIdField } from "../products/model";
 
 export const orderIdParam = urlInt("path", "order_id", 1, Number.MAX_SAFE_INTEGER);
 
 export const order = t.Object({
-  order_id: t.Integer(),
+  order_id: integer(),
   status: t.Union([t.Literal("created"), t.Literal("paid")]),
-  product_id: t.Integer(),
-  qty: t.Integer(),
-  amount: t.Integer({ description: "price × qty at creation, in minor units of currency" }),
+  product_id: integer(),
+  qty: integer(),
+  amount: integer({ description: "price × qty at creation, in minor units of currency" }),
   currency: t.String(),
   created_at: t.String({ format: "date-time" }),
   paid_at: t.Nullable(t.String({ format: "date-time" })),

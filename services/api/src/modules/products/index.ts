@@ -1,3 +1,4 @@
+import { problems } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../app";
 import { auth } from "../auth";
@@ -21,14 +22,14 @@ export const productsController = ({ db, verifyToken }: ApiDeps) =>
       {
         auth: "customer",
         query: productQuery,
-        response: { 200: productPage },
+        response: { 200: productPage, ...problems(400, 401, 429, 503) },
         detail: { summary: "List products, optionally of one category, a page at a time (P1)" },
       },
     )
     .get("/:id", ({ params }) => getProduct(db, params.id), {
       auth: "customer",
       params: t.Object({ id: productIdParam("id") }),
-      response: { 200: product },
+      response: { 200: product, ...problems(400, 401, 404, 429, 503) },
       detail: { summary: "Read one product (P2)" },
     })
     .post(
@@ -40,15 +41,17 @@ export const productsController = ({ db, verifyToken }: ApiDeps) =>
       },
       {
         auth: "admin",
+        parse: "json",
         body: newProduct,
-        response: { 201: product },
+        response: { 201: product, ...problems(400, 401, 403, 413, 415, 429, 503) },
         detail: { summary: "Create a product (admin, P3)" },
       },
     )
     .patch("/:id", ({ params, body }) => updateProduct(db, params.id, body), {
       auth: "admin",
       params: t.Object({ id: productIdParam("id") }),
+      parse: "json",
       body: productChange,
-      response: { 200: product },
+      response: { 200: product, ...problems(400, 401, 403, 404, 413, 415, 429, 503) },
       detail: { summary: "Change a product's name, price or category (admin, P3)" },
     });

@@ -1,4 +1,4 @@
-import { bodyInt, urlInt } from "@commerce/shared/schema";
+import { bodyInt, integer, urlInt } from "@commerce/shared/schema";
 import { t } from "elysia";
 
 const maxId = 2147483647;
@@ -6,9 +6,9 @@ export const productIdParam = (name: string) => urlInt("path", name, 1, maxId);
 export const productIdField = bodyInt(1, maxId);
 
 export const product = t.Object({
-  id: t.Integer(),
+  id: integer(),
   name: t.String(),
-  price: t.Integer({ description: "Price in minor units of STORE_CURRENCY" }),
+  price: integer({ description: "Price in minor units of STORE_CURRENCY" }),
   category: t.String(),
 });
 
@@ -38,10 +38,10 @@ export const productQuery = t.Object(
 export const page = <T extends Parameters<typeof t.Array>[0]>(item: T) =>
   t.Object({
     items: t.Array(item),
-    page: t.Integer(),
-    pages: t.Integer(),
-    per_page: t.Integer(),
-    total: t.Integer(),
+    page: integer(),
+    pages: integer(),
+    per_page: integer(),
+    total: integer(),
   });
 
 export const productPage = page(product);

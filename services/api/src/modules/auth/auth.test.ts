@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type ApiHarness, problemType, startApi, testSecret, token } from "../../../test/harness";
+import { createTokenVerifier } from "./service";
+
+let api: ApiHarness;
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(() => api.close());
+
+const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+const now = () => Math.floor(Date.now() / 1000);
+
+async function expect401(authorization: string | undefined) {
+  const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
+  const res = await api.call("GET", "/api/cart", { headers });
+  expect(res.status).toBe(401);
+  expect(res.headers.get("content-type")).toBe(problemType);
+  expect(res.headers.get("www-authenticate")).toStartWith("Bearer");
+  expect(res.json).toMatchObject({ status: 401, title: "Unauthorized" });
+}
+
+describe("auth", () => {
+  test("A1: every /api route needs a bearer token", async () => {
+    for (const [method, path] of [
+      ["GET", "/api/products"],
+      ["GET", "/api/products/1"],
+      ["POST", "/api/orders"],
+      ["GET", "/api/orders/1"],
+      ["PATCH", "/api/orders/1"],
+      ["GET", "/api/cart"],
+      ["PUT", "/api/cart/items/1"],
+      ["DELETE", "/api/cart/items/1"],
+      ["GET", "/api/nowhere"],
+    ]) {
+      const res = await api.call(method, path, {
+        body: method === "GET" || method === "DELETE" ? undefined : {},
+      });
+      expect(res.status).toBe(401);
+      expect(res.headers.get("www-authenticate")).toBe('Bearer realm="api"');
+    }
+  });
+
+  test("A1: a malformed Authorization header is 401", async () => {
+    await expect401("Basic dXNlcjpwYXNz");
+    await expect401("Bearer");
+    await expect401("Bearer not a token");
+    await expect401("bearer");
+  });
+
+  test("A2: a valid HS256 token is accepted", async () => {
+    const res = await api.call("GET", "/api/cart", { token: await token({ sub: "alice" }) });
+    expect(res.status).toBe(200);
+  });
+
+  test("A2: alg none, wrong key, wrong algorithm, expired, missing exp, future nbf are 401", async () => {
+    const sub = "mallory";
+    await expect401(
+      `Bearer ${b64({ alg: "none", typ: "JWT" })}.${b64({ sub, exp: now() + 600 })}.`,
+    );
+    await expect401(`Bearer ${await token({ sub }, "another-secret-of-at-least-32-characters!!")}`);
+    const hs512 = await new (await import("jose")).SignJWT({ sub })
+      .setProtectedHeader({ alg: "HS512" })
+      .setExpirationTime("1h")
+      .sign(new TextEncoder().encode(testSecret));
+    await expect401(`Bearer ${hs512}`);
+    await expect401(`Bearer ${await token({ sub, exp: now() - 120 })}`);
+    const noExp = await new (await import("jose")).SignJWT({ sub })
+      .setProtectedHeader({ alg: "HS256" })
+      .sign(new TextEncoder().encode(testSecret));
+    await expect401(`Bearer ${noExp}`);
+    await expect401(`Bearer ${await token({ sub, nbf: now() + 3600 })}`);
+    await expect401(`Bearer ${await token({})}`);
+  });
+
+  test("A2: issuer and audience are enforced when configured", async () => {
+    const verify = createTokenVerifier({
+      jwtSecret: testSecret,
+      issuer: "https://id.example",
+      audience: "shop",
+    });
+    await expect(
+      verify(await token({ sub: "a", iss: "https://id.example", aud: "shop" })),
+    ).resolves.toEqual({
+      customerId: "a",
+      admin: false,
+    });
+    await expect(
+      verify(await token({ sub: "a", iss: "https://evil.example", aud: "shop" })),
+    ).rejects.toMatchObject({
+      status: 401,
+    });
+    await expect(
+      verify(await token({ sub: "a", iss: "https://id.example" })),
+    ).rejects.toMatchObject({ status: 401 });
+  });
+
+  test("A3: sub is the customer and scope admin marks a back-office token", async () => {
+    const verify = createTokenVerifier({ jwtSecret: testSecret });
+    expect(await verify(await token({ sub: "bob", scope: "read admin" }))).toEqual({
+      customerId: "bob",
+      admin: true,
+    });
+    expect(await verify(await token({ sub: "bob", scope: "administrator" }))).toEqual({
+      customerId: "bob",
+      admin: false,
+    });
+  });
+
+  test("O6: the token never appears in the request log", async () => {
+    const secretToken = await token({ sub: "logcheck" });
+    await api.call("GET", "/api/cart", { token: secretToken });
+    const lines = api.logLines.join("");
+    expect(lines).toContain('"route":"/api/cart/"');
+    expect(lines).not.toContain(secretToken);
+  });
+
+  test("A2: with AUTH_JWKS_URL, RS256 tokens are verified against the JWKS", async () => {
+    const { generateKeyPair, exportJWK, SignJWT } = await import("jose");
+    const { publicKey, privateKey } = await generateKeyPair("RS256");
+    const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "RS256", use: "sig" };
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => Response.json({ keys: [jwk] }),
+    });
+    try {
+      const verify = createTokenVerifier({ jwksUrl: `http://127.0.0.1:${server.port}/jwks.json` });
+      const signed = await new SignJWT({ scope: "admin" })
+        .setProtectedHeader({ alg: "RS256", kid: "k1" })
+        .setSubject("carol")
+        .setExpirationTime("5m")
+        .sign(privateKey);
+      expect(await verify(signed)).toEqual({ customerId: "carol", admin: true });
+      await expect(verify(await token({ sub: "carol" }))).rejects.toMatchObject({ status: 401 });
+    } finally {
+      server.stop(true);
+    }
+  });
+});

@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connectDatabase } from "@commerce/shared/database";
+import { RateLimiter } from "@commerce/shared/rate-limit";
+import { eventually } from "@commerce/shared/testing";
+import { type ApiHarness, problemType, startApi } from "./harness";
+
+let api: ApiHarness;
+let customer: string;
+beforeAll(async () => {
+  api = await startApi();
+  customer = (await api.customer()).token;
+});
+afterAll(() => api.close());
+
+describe("operations and errors", () => {
+  test("O1: /health is 200 ok without auth", async () => {
+    const res = await api.call("GET", "/health");
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ status: "ok" });
+  });
+
+  test("O2: /ready is 200 when the database and NATS are up, 503 problem when either is down", async () => {
+    expect((await api.call("GET", "/ready")).json).toEqual({ status: "ready" });
+    const natsDown = await startApi({ readiness: [{ name: "nats", check: () => false }] });
+    const down = await natsDown.call("GET", "/ready");
+    expect(down.status).toBe(503);
+    expect(down.headers.get("content-type")).toBe(problemType);
+    expect(down.json.detail).toContain("nats");
+    await natsDown.close();
+
+    const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
+    const dbDown = await startApi({ sql: deadSql });
+    const res = await dbDown.call("GET", "/ready");
+    expect(res.status).toBe(503);
+    expect(res.json.detail).toContain("database");
+    await dbDown.close();
+  });
+
+  test("O3: /metrics counts requests by route and status in Prometheus text", async () => {
+    await api.call("GET", "/api/products?per_page=1", { token: customer });
+    // The sample is taken after the response is sent.
+    const res = await eventually(async () => {
+      const scrape = await api.call("GET", "/metrics");
+      return scrape.text.includes('route="/api/products/"') ? scrape : undefined;
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toStartWith("text/plain");
+    expect(res.text).toMatch(
+      /http_requests_total\{method="GET",route="\/api\/products\/",status="200"\} \d+/,
+    );
+    expect(res.text).toContain("# TYPE http_request_duration_seconds histogram");
+  });
+
+  test("O4: /swagger serves the UI and /swagger/json documents routes, bearer scheme and errors", async () => {
+    const ui = await api.call("GET", "/swagger");
+    expect(ui.status).toBe(200);
+    expect(ui.headers.get("content-type")).toContain("text/html");
+    const doc = (await api.call("GET", "/swagger/json")).json;
+    expect(doc.openapi).toStartWith("3.");
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({
+      type: "http",
+      scheme: "bearer",
+    });
+    for (const path of [
+      "/api/products/",
+      "/api/products/{id}",
+      "/api/orders/",
+      "/api/orders/{order_id}",
+      "/api/cart/",
+    ])
+      expect(Object.keys(doc.paths)).toContain(path);
+    const create = doc.paths["/api/orders/"].post;
+    expect(create.security).toEqual([{ bearerAuth: [] }]);
+    expect(create.requestBody.content["application/json"].schema.properties.qty).toMatchObject({
+      type: "integer",
+    });
+    expect(create.responses["201"]).toBeDefined();
+    expect(
+      create.responses["400"].content["application/json"].schema.properties.detail,
+    ).toBeDefined();
+  });
+
+  test("O5: every response carries X-Request-Id: the client's sane one, else a new one", async () => {
+    const echoed = await api.call("GET", "/health", { headers: { "x-request-id": "abc-123" } });
+    expect(echoed.headers.get("x-request-id")).toBe("abc-123");
+    const replaced = await api.call("GET", "/health", {
+      headers: { "x-request-id": "bad id\twith spaces" },
+    });
+    expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    const error = await api.call("GET", "/api/products/0", {
+      token: customer,
+      headers: { "x-request-id": "err-1" },
+    });
+    expect(error.headers.get("x-request-id")).toBe("err-1");
+    const unauthorized = await api.call("GET", "/api/cart", {
+      headers: { "x-request-id": "err-2" },
+    });
+    expect(unauthorized.headers.get("x-request-id")).toBe("err-2");
+  });
+
+  test("O6: one JSON log line per request with time, level, request_id, method, route, status, duration_ms", async () => {
+    await api.call("GET", "/api/products/0", {
+      token: customer,
+      headers: { "x-request-id": "log-check-1" },
+    });
+    const line = await eventually(async () =>
+      api.logLines.map((l) => JSON.parse(l)).find((l) => l.request_id === "log-check-1"),
+    );
+    expect(line).toMatchObject({
+      level: "info",
+      method: "GET",
+      route: "/api/products/:id",
+      status: 400,
+      duration_ms: expect.any(Number),
+    });
+    expect(Date.parse(line.time)).not.toBeNaN();
+  });
+
+  test("E3: past a customer's request budget the api answers 429 with Retry-After", async () => {
+    const limited = await startApi({
+      rateLimiter: new RateLimiter({ ratePerSecond: 1, burst: 2 }),
+    });
+    const alice = await limited.customer();
+    const bob = await limited.customer();
+    const statuses = [];
+    for (let i = 0; i < 3; i++)
+      statuses.push((await limited.call("GET", "/api/cart", { token: alice.token })).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    const refused = await limited.call("GET", "/api/cart", { token: alice.token });
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(refused.json).toMatchObject({ status: 429, title: "Too Many Requests" });
+    expect((await limited.call("GET", "/api/cart", { token: bob.token })).status).toBe(200);
+    await limited.close();
+  });
+
+  test("E1, E3: an unknown route is 404 problem+json", async () => {
+    const res = await api.call("GET", "/nowhere");
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-type")).toBe(problemType);
+    expect(res.json).toEqual({
+      type: "about:blank",
+      title: "Not Found",
+      status: 404,
+      detail: "No such route",
+    });
+  });
+
+  test("E3: a body over 16 KiB is 413, a non-JSON content type 415, malformed JSON 400", async () => {
+    const product = await api.product();
+    const { sub, token } = await api.customer();
+    const big = JSON.stringify({ product_id: product.id, qty: 1, pad: "x".repeat(17 * 1024) });
+    const tooBig = await api.call("POST", "/api/orders", { token, body: big });
+    expect(tooBig.status).toBe(413);
+    expect(tooBig.json).toMatchObject({ status: 413, title: "Payload Too Large" });
+    const text = await api.call("POST", "/api/orders", {
+      token,
+      body: JSON.stringify({ product_id: product.id, qty: 1 }),
+      headers: { "content-type": "text/plain" },
+    });
+    expect(text.status).toBe(415);
+    expect(text.headers.get("content-type")).toBe(problemType);
+    const form = await api.call("PUT", `/api/cart/items/${product.id}`, {
+      token,
+      body: "qty=1",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(form.status).toBe(415);
+    const broken = await api.call("POST", "/api/orders", { token, body: "{" });
+    expect(broken.status).toBe(400);
+    expect(broken.json.detail).toBe("The request body is not valid JSON");
+    const [{ n }] =
+      await api.sql`select count(*)::int as n from api.orders where customer_id = ${sub}`;
+    expect(n).toBe(0);
+  });
+
+  test("E2, E3: the database down is 503 problem+json without SQL or stack", async () => {
+    const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
+    const dbDown = await startApi({
+      sql: deadSql,
+      db: (await import("../src/db")).createDatabase(deadSql),
+    });
+    const res = await dbDown.call("GET", "/api/products", { token: customer });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("content-type")).toBe(problemType);
+    expect(res.text).not.toMatch(/select|at .*\.ts|ECONNREFUSED/i);
+    await dbDown.close();
+  });
+});
