@@ -3,13 +3,14 @@ import { configOrExit, onShutdown } from "@commerce/shared/lifecycle";
 import { createLogger } from "@commerce/shared/logger";
 import { messageTopology, streamsOf } from "@commerce/shared/messages";
 import { Metrics } from "@commerce/shared/metrics";
-import { ensureStream, NatsLink } from "@commerce/shared/nats";
+import { ensureConsumer, ensureStream, NatsLink } from "@commerce/shared/nats";
 import { OutboxRelay } from "@commerce/shared/outbox";
 import { RateLimiter } from "@commerce/shared/rate-limit";
 import { apiBodyLimit, createApp } from "./app";
 import { loadConfig } from "./config";
 import { createDatabase, migrationsFolder } from "./db";
 import { createTokenVerifier } from "./modules/auth/service";
+import { OrderPaidConsumer } from "./modules/orders/order-paid-consumer";
 
 const config = configOrExit(() => loadConfig(process.env));
 const logger = createLogger(config.logLevel, { service: "api" });
@@ -23,12 +24,28 @@ const db = createDatabase(sql);
 const nats = new NatsLink(config.natsUrl, "api", logger, async (link) => {
   const jsm = await link.manager();
   for (const stream of streamsOf(topology)) await ensureStream(jsm, stream);
+  await ensureConsumer(jsm, {
+    stream: topology.payments.stream,
+    durable: topology.orderPaidConsumer,
+    filterSubject: topology.payments.orderPaid,
+    ackWaitMs: 30_000,
+  });
+  consumer.start();
   relay.kick();
 });
 const relay = new OutboxRelay({ sql, schema: "api", jetstream: () => nats.jetstream(), logger });
 metrics.gauge("outbox_backlog", "Outbox rows not yet published to JetStream", () =>
   relay.backlog(),
 );
+
+const consumer = new OrderPaidConsumer({
+  db,
+  nats,
+  topology,
+  logger,
+  metrics,
+  outboxWritten: () => relay.kick(),
+});
 
 const app = createApp({
   sql,
@@ -50,6 +67,7 @@ relay.start();
 
 onShutdown(logger, [
   ["http", () => app.stop()],
+  ["order-paid consumer", () => consumer.stop()],
   ["outbox relay", () => relay.stop()],
   ["nats", () => nats.close()],
   ["database", () => sql.end({ timeout: 5 })],

@@ -1,0 +1,224 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connectDatabase } from "@commerce/shared/database";
+import { createLogger } from "@commerce/shared/logger";
+import { type PaymentOrderPaid, streamsOf } from "@commerce/shared/messages";
+import { Metrics } from "@commerce/shared/metrics";
+import { ensureConsumer, ensureStream, NatsLink } from "@commerce/shared/nats";
+import { eventually, testNatsUrl, unique } from "@commerce/shared/testing";
+import { type ApiHarness, startApi } from "../../../test/harness";
+import { createDatabase } from "../../db";
+import { OrderPaidConsumer } from "./order-paid-consumer";
+
+let api: ApiHarness;
+let nats: NatsLink;
+const consumers: OrderPaidConsumer[] = [];
+const quiet = createLogger("error", {}, () => {});
+
+beforeAll(async () => {
+  api = await startApi();
+  const { topology } = api.deps;
+  nats = new NatsLink(testNatsUrl, "order-paid-test", quiet);
+  await nats.start();
+  const jsm = await nats.manager();
+  for (const stream of streamsOf(topology)) await ensureStream(jsm, stream);
+  await ensureConsumer(jsm, {
+    stream: topology.payments.stream,
+    durable: topology.orderPaidConsumer,
+    filterSubject: topology.payments.orderPaid,
+    ackWaitMs: 5_000,
+  });
+});
+
+afterAll(async () => {
+  await Promise.all(consumers.map((c) => c.stop()));
+  const jsm = await nats.manager();
+  for (const stream of streamsOf(api.deps.topology))
+    await jsm.streams.delete(stream.name).catch(() => {});
+  await nats.close();
+  await api.close();
+});
+
+function startConsumer(db = api.db) {
+  const consumer = new OrderPaidConsumer({
+    db,
+    nats,
+    topology: api.deps.topology,
+    logger: quiet,
+    metrics: new Metrics(),
+    outboxWritten: () => {},
+  });
+  consumer.start();
+  consumers.push(consumer);
+  return consumer;
+}
+
+async function newOrder(price = 700, qty = 2) {
+  const product = await api.product({ price });
+  const { token } = await api.customer();
+  const res = await api.call("POST", "/api/orders", {
+    token,
+    body: { product_id: product.id, qty },
+  });
+  return res.json as { order_id: number; amount: number; currency: string };
+}
+
+async function publish(message: PaymentOrderPaid, msgID = message.notification_id) {
+  const js = nats.jetstream();
+  if (!js) throw new Error("no jetstream");
+  await js.publish(api.deps.topology.payments.orderPaid, JSON.stringify(message), { msgID });
+}
+
+const paidMessage = (
+  order: { order_id: number; amount: number; currency: string },
+  overrides = {},
+) => ({
+  notification_id: unique("evt"),
+  order_id: order.order_id,
+  amount: order.amount,
+  currency: order.currency,
+  received_at: new Date().toISOString(),
+  ...overrides,
+});
+
+const orderRow = async (id: number) =>
+  (await api.sql`select status, paid_at from api.orders where id = ${id}`)[0];
+const processed = async (notificationId: string) =>
+  (
+    await api.sql`select outcome from api.processed_notifications where notification_id = ${notificationId}`
+  )[0];
+const ordersPaid = (orderId: number) =>
+  api.sql`select payload from api.outbox where message_id = ${`order-paid-${orderId}`}`;
+
+describe("order-paid consumer", () => {
+  test("M1, M2, R5: a payments.order.paid message pays the order and writes one orders.paid (source webhook)", async () => {
+    startConsumer();
+    const order = await newOrder();
+    const message = paidMessage(order);
+    await publish(message);
+    const row = await eventually(async () => {
+      const r = await orderRow(order.order_id);
+      return r.status === "paid" ? r : undefined;
+    });
+    expect(row.paid_at).not.toBeNull();
+    expect((await processed(message.notification_id)).outcome).toBe("paid");
+    const outbox = await ordersPaid(order.order_id);
+    expect(outbox).toHaveLength(1);
+    expect(outbox[0].payload).toMatchObject({
+      order_id: order.order_id,
+      amount: order.amount,
+      source: "webhook",
+    });
+  });
+
+  test("M2: a notification delivered again is acked and changes nothing", async () => {
+    startConsumer();
+    const order = await newOrder();
+    const message = paidMessage(order);
+    await publish(message);
+    await eventually(async () =>
+      (await orderRow(order.order_id)).status === "paid" ? true : undefined,
+    );
+    const before = await orderRow(order.order_id);
+    // A different JetStream message id, so the stream does not drop it: a true redelivery.
+    await publish(message, unique("redelivery"));
+    const marker = paidMessage(await newOrder());
+    await publish(marker);
+    await eventually(async () => (await processed(marker.notification_id)) ?? undefined);
+    expect(await orderRow(order.order_id)).toEqual(before);
+    expect(await ordersPaid(order.order_id)).toHaveLength(1);
+  });
+
+  test("M2: a second notification for a paid order is recorded as already paid; no second orders.paid", async () => {
+    startConsumer();
+    const order = await newOrder();
+    await publish(paidMessage(order));
+    await eventually(async () =>
+      (await orderRow(order.order_id)).status === "paid" ? true : undefined,
+    );
+    const second = paidMessage(order);
+    await publish(second);
+    const outcome = await eventually(
+      async () => (await processed(second.notification_id))?.outcome,
+    );
+    expect(outcome).toBe("already_paid");
+    expect(await ordersPaid(order.order_id)).toHaveLength(1);
+  });
+
+  test("M2: amount or currency mismatch leaves the order unpaid and stores the case for review", async () => {
+    startConsumer();
+    const order = await newOrder();
+    const wrongAmount = paidMessage(order, { amount: order.amount - 1 });
+    const wrongCurrency = paidMessage(order, { currency: "EUR" });
+    await publish(wrongAmount);
+    await publish(wrongCurrency);
+    for (const m of [wrongAmount, wrongCurrency])
+      expect(await eventually(async () => (await processed(m.notification_id))?.outcome)).toBe(
+        "mismatch",
+      );
+    expect((await orderRow(order.order_id)).status).toBe("created");
+    const reviews =
+      await api.sql`select reason, message from api.payment_reviews where order_id = ${order.order_id}`;
+    expect(reviews.map((r) => r.reason)).toEqual(["mismatch", "mismatch"]);
+    expect(await ordersPaid(order.order_id)).toHaveLength(0);
+  });
+
+  test("M2: an unknown order is stored for review and acked", async () => {
+    startConsumer();
+    const message = paidMessage({
+      order_id: 9_000_000_000_000 + Math.floor(Math.random() * 1e9),
+      amount: 1,
+      currency: "USD",
+    });
+    await publish(message);
+    expect(await eventually(async () => (await processed(message.notification_id))?.outcome)).toBe(
+      "unknown_order",
+    );
+    const [review] =
+      await api.sql`select reason from api.payment_reviews where notification_id = ${message.notification_id}`;
+    expect(review.reason).toBe("unknown_order");
+  });
+
+  test("M2: a database failure naks the message; it is applied once the database answers", async () => {
+    const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
+    const broken = startConsumer(createDatabase(deadSql));
+    const order = await newOrder();
+    const message = paidMessage(order);
+    await Promise.all(consumers.filter((c) => c !== broken).map((c) => c.stop()));
+    await publish(message);
+    await Bun.sleep(300);
+    expect((await orderRow(order.order_id)).status).toBe("created");
+    await broken.stop();
+    await deadSql.end();
+    startConsumer();
+    await eventually(
+      async () => ((await orderRow(order.order_id)).status === "paid" ? true : undefined),
+      10_000,
+    );
+    expect(await ordersPaid(order.order_id)).toHaveLength(1);
+  });
+
+  test("M4, W8: three consumers sharing the durable consumer apply 30 notifications × 5 copies once each", async () => {
+    for (let i = 0; i < 3; i++) startConsumer();
+    const orders = await Promise.all(Array.from({ length: 30 }, () => newOrder(100, 1)));
+    const messages = orders.map((o) => paidMessage(o));
+    await Promise.all(
+      messages.flatMap((m) => Array.from({ length: 5 }, () => publish(m, unique("copy")))),
+    );
+    for (const order of orders)
+      await eventually(
+        async () => ((await orderRow(order.order_id)).status === "paid" ? true : undefined),
+        10_000,
+      );
+    const ids = orders.map((o) => o.order_id);
+    const [{ n }] =
+      await api.sql`select count(*)::int as n from api.outbox where message_id in ${api.sql(
+        ids.map((id) => `order-paid-${id}`),
+      )}`;
+    expect(n).toBe(30);
+    const rows =
+      await api.sql`select count(*)::int as n from api.processed_notifications where notification_id in ${api.sql(
+        messages.map((m) => m.notification_id),
+      )}`;
+    expect(rows[0].n).toBe(30);
+  });
+});
