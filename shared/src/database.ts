@@ -1,5 +1,5 @@
+import type { MigrationMeta } from "drizzle-orm/migrator";
 import { drizzle } from "drizzle-orm/postgres-js";
-import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
 
 export type Sql = postgres.Sql;
@@ -13,19 +13,29 @@ export function connectDatabase(url: string, { max = 10 }: { max?: number } = {}
   });
 }
 
+/** drizzle's `migrate` reads a folder and hands the result to these (untyped) internals. */
+type Migrator = {
+  dialect: {
+    migrate(migrations: MigrationMeta[], session: unknown, config: object): Promise<void>;
+  };
+  session: unknown;
+};
+
 /**
  * Applies the service's pending drizzle-kit migrations to its own Postgres schema, holding an
- * advisory lock so replicas that start together apply them once.
+ * advisory lock so replicas that start together apply them once. The migrations come embedded
+ * (`drizzle/migrations.json`, written by scripts/embed-migrations.ts), so a compiled binary
+ * needs no files beside it.
  */
 export async function migrateSchema(
   sql: Sql,
-  { schema, migrationsFolder }: { schema: string; migrationsFolder: string },
+  { schema, migrations }: { schema: string; migrations: MigrationMeta[] },
 ) {
   const lock = await sql.reserve();
   try {
     await lock`select pg_advisory_lock(hashtext(${`migrate:${schema}`}))`;
-    await migrate(drizzle(sql), {
-      migrationsFolder,
+    const db = drizzle(sql) as unknown as Migrator;
+    await db.dialect.migrate(migrations, db.session, {
       // Bookkeeping lives apart: drizzle-kit's first migration creates the service's schema itself.
       migrationsSchema: "drizzle",
       migrationsTable: `${schema}_migrations`,

@@ -43,3 +43,20 @@ export function onShutdown(
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
+
+/**
+ * `<binary> --healthcheck`: asks the running service's own `/ready` and exits 0 or 1, so a
+ * container without curl can be health-checked. Reads only PORT.
+ */
+export async function healthcheckIfAsked(defaultPort: number): Promise<void> {
+  if (!process.argv.includes("--healthcheck")) return;
+  const port = process.env.PORT || String(defaultPort);
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}/ready`, {
+      signal: AbortSignal.timeout(3000),
+    });
+    process.exit(response.ok ? 0 : 1);
+  } catch {
+    process.exit(1);
+  }
+}

@@ -1,5 +1,5 @@
 import { connectDatabase, migrateSchema } from "@commerce/shared/database";
-import { configOrExit, onShutdown } from "@commerce/shared/lifecycle";
+import { configOrExit, healthcheckIfAsked, onShutdown } from "@commerce/shared/lifecycle";
 import { createLogger } from "@commerce/shared/logger";
 import { messageTopology, streamsOf } from "@commerce/shared/messages";
 import { Metrics } from "@commerce/shared/metrics";
@@ -8,17 +8,18 @@ import { OutboxRelay } from "@commerce/shared/outbox";
 import { RateLimiter } from "@commerce/shared/rate-limit";
 import { apiBodyLimit, createApp } from "./app";
 import { loadConfig } from "./config";
-import { createDatabase, migrationsFolder } from "./db";
+import { createDatabase, migrations } from "./db";
 import { createTokenVerifier } from "./modules/auth/service";
 import { OrderPaidConsumer } from "./modules/orders/order-paid-consumer";
 
+await healthcheckIfAsked(3000);
 const config = configOrExit(() => loadConfig(process.env));
 const logger = createLogger(config.logLevel, { service: "api" });
 const metrics = new Metrics();
 const topology = messageTopology();
 
 const sql = connectDatabase(config.databaseUrl);
-await migrateSchema(sql, { schema: "api", migrationsFolder });
+await migrateSchema(sql, { schema: "api", migrations });
 const db = createDatabase(sql);
 
 const nats = new NatsLink(config.natsUrl, "api", logger, async (link) => {

@@ -6,7 +6,7 @@ import { RateLimiter } from "@commerce/shared/rate-limit";
 import { testDatabaseUrl, unique } from "@commerce/shared/testing";
 import { SignJWT } from "jose";
 import { type ApiDeps, createApp } from "../src/app";
-import { createDatabase, migrationsFolder } from "../src/db";
+import { createDatabase, migrations } from "../src/db";
 import { createTokenVerifier } from "../src/modules/auth/service";
 
 export const testSecret = "test-secret-that-is-at-least-32-characters";
@@ -41,7 +41,7 @@ export type Call = {
 /** The api built on the real database with its own message subjects, as `main.ts` builds it. */
 export async function startApi(overrides: Partial<ApiDeps> = {}) {
   const sql = connectDatabase(testDatabaseUrl, { max: 5 });
-  await migrateSchema(sql, { schema: "api", migrationsFolder });
+  await migrateSchema(sql, { schema: "api", migrations });
   const db = createDatabase(sql);
   const logLines: string[] = [];
   const deps: ApiDeps = {

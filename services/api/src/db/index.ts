@@ -9,4 +9,4 @@ export type Executor = Database | Transaction;
 
 export const createDatabase = (sql: Sql): Database => drizzle(sql, { schema });
 
-export const migrationsFolder = new URL("../../drizzle", import.meta.url).pathname;
+export { default as migrations } from "../../drizzle/migrations.json";
