@@ -1,0 +1,21 @@
+import { ConfigError, type Env, read, readCommonConfig } from "@commerce/shared/config";
+
+export type PaymentsConfig = ReturnType<typeof loadConfig>;
+
+export function loadConfig(env: Env) {
+  const secrets = read
+    .string(env, "PAYMENT_WEBHOOK_SECRETS")
+    .split(",")
+    .map((secret) => secret.trim());
+  if (secrets.some((secret) => secret === ""))
+    throw new ConfigError(
+      "PAYMENT_WEBHOOK_SECRETS must be a comma-separated list of non-empty secrets",
+    );
+  return {
+    ...readCommonConfig(env, { port: 3001, ratePerSecond: 100, burst: 200 }),
+    webhook: {
+      secrets,
+      toleranceSeconds: read.int(env, "WEBHOOK_TOLERANCE_SECONDS", 300, { min: 1, max: 86_400 }),
+    },
+  };
+}

@@ -1,0 +1,22 @@
+import { outboxTable } from "@commerce/shared/outbox-table";
+import { bigint, index, pgSchema, text, timestamp } from "drizzle-orm/pg-core";
+
+export const payments = pgSchema("payments");
+
+/** Every accepted payment notification, keyed by its notification id (W4), raw body kept (W5). */
+export const notifications = payments.table(
+  "notifications",
+  {
+    id: text("id").primaryKey(),
+    event: text("event").notNull(),
+    orderId: bigint("order_id", { mode: "number" }).notNull(),
+    amount: bigint("amount", { mode: "number" }).notNull(),
+    currency: text("currency").notNull(),
+    rawBody: text("raw_body").notNull(),
+    receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
+    sourceIp: text("source_ip").notNull(),
+  },
+  (table) => [index("notifications_order_id_idx").on(table.orderId)],
+);
+
+export const outbox = outboxTable(payments);

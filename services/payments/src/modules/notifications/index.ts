@@ -1,0 +1,121 @@
+import { HttpError } from "@commerce/shared/errors";
+import { assertJsonContentType, readRawBody, requestIdOf } from "@commerce/shared/http";
+import { problems } from "@commerce/shared/openapi";
+import { clientIp } from "@commerce/shared/rate-limit";
+import { Elysia } from "elysia";
+import type { PaymentsDeps } from "../../app";
+import { paymentNotification, received, signatureParameter } from "./model";
+import {
+  authenticate,
+  InvalidNotificationError,
+  notificationIdOf,
+  parseNotification,
+  type RejectionReason,
+  SignatureRejectedError,
+  storeNotification,
+} from "./service";
+
+/** W1, W7: 64 KiB is far above any real notification and small enough to read whole. */
+export const notificationBodyLimit = 64 * 1024;
+
+const statusReasons: Record<number, RejectionReason> = {
+  413: "too_large",
+  415: "unsupported_media_type",
+  429: "rate_limited",
+};
+
+function rejectionReason(error: unknown): RejectionReason | undefined {
+  if (error instanceof SignatureRejectedError) return `signature_${error.reason}`;
+  if (error instanceof InvalidNotificationError) return error.reason;
+  if (error instanceof HttpError) return statusReasons[error.status];
+  return undefined;
+}
+
+type NotificationLog = {
+  notification_id?: string;
+  event?: string;
+  order_id?: number;
+  source_ip: string;
+};
+
+/**
+ * The payment provider's webhook (section 8). The route reads the raw bytes itself (no body
+ * parser), because the signature covers them exactly as sent, and runs the checks in W1's order:
+ * size, media type, rate limit, signature, schema; only then does it touch the database.
+ */
+export function notificationsController(deps: PaymentsDeps) {
+  const { db, logger, metrics, topology, webhook, rateLimiter, outboxWritten } = deps;
+  const counted = metrics.counter(
+    "notifications_total",
+    "Payment notifications by outcome (accepted, duplicate, rejected, failed) and reason",
+  );
+
+  const record = (
+    request: Request,
+    outcome: "accepted" | "duplicate" | "rejected" | "failed",
+    reason: string,
+    fields: NotificationLog,
+  ) => {
+    counted.inc({ outcome, reason });
+    const line = { request_id: requestIdOf(request), outcome, ...fields };
+    if (outcome === "rejected") logger.warn("notification", { ...line, reason });
+    else if (outcome === "failed") logger.error("notification", { ...line, reason });
+    else logger.info("notification", line);
+  };
+
+  return new Elysia({ prefix: "/api/webhooks", detail: { tags: ["Payment notifications"] } }).post(
+    "/payment",
+    async ({ request, server }) => {
+      const sourceIp = clientIp(request, server?.requestIP(request)?.address, deps.trustProxy);
+      const log: NotificationLog = { source_ip: sourceIp };
+      try {
+        const rawBody = await readRawBody(request, notificationBodyLimit);
+        assertJsonContentType(request.headers.get("content-type"));
+        rateLimiter.take(sourceIp);
+        authenticate(request.headers.get("x-signature"), rawBody, webhook);
+        const { notification, text } = parseNotification(rawBody);
+        const id = notificationIdOf(notification);
+        Object.assign(log, {
+          notification_id: id,
+          event: notification.event,
+          order_id: notification.order_id,
+        });
+        const stored = await storeNotification(db, {
+          id,
+          notification,
+          rawBody: text,
+          sourceIp,
+          orderPaidSubject: topology.payments.orderPaid,
+        });
+        if (stored.outboxWritten) outboxWritten();
+        record(request, stored.duplicate ? "duplicate" : "accepted", "none", log);
+        return stored.duplicate
+          ? { received: true as const, duplicate: true as const }
+          : { received: true as const };
+      } catch (error) {
+        const reason = rejectionReason(error);
+        if (error instanceof InvalidNotificationError) Object.assign(log, error.partial);
+        record(request, reason ? "rejected" : "failed", reason ?? "error", log);
+        throw error;
+      }
+    },
+    {
+      parse: "none",
+      response: { 200: received, ...problems(400, 401, 413, 415, 429, 503) },
+      detail: {
+        summary: "Receive a signed payment notification (W1-W9)",
+        description:
+          "Checks, in order: body size (413), Content-Type application/json (415), per-source-IP " +
+          "rate limit (429), X-Signature (401), JSON and schema (400). Accepted notifications are " +
+          "stored with their outbox message in one transaction; a repeated notification id " +
+          "answers 200 with duplicate: true and changes nothing. 503 when the database is down.",
+        parameters: [signatureParameter],
+        requestBody: {
+          required: true,
+          // TypeBox emits JSON Schema as OpenAPI 3.1 wants; the 3.0 typings differ on exclusive bounds.
+          content: { "application/json": { schema: paymentNotification as object } },
+        },
+      },
+    },
+  );
+}

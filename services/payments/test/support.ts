@@ -1,0 +1,108 @@
+import { connectDatabase, migrateSchema, type Sql } from "@commerce/shared/database";
+import { createLogger, type Logger } from "@commerce/shared/logger";
+import { type MessageTopology, messageTopology } from "@commerce/shared/messages";
+import { Metrics } from "@commerce/shared/metrics";
+import { RateLimiter } from "@commerce/shared/rate-limit";
+import { signPayload } from "@commerce/shared/signature";
+import { testDatabaseUrl, unique } from "@commerce/shared/testing";
+import { createApp, type PaymentsDeps } from "../src/app";
+import { createDatabase, type Database, migrations } from "../src/db";
+
+/** What a test file shares: a migrated database and its own message subjects. */
+export type TestContext = { sql: Sql; db: Database; topology: MessageTopology };
+
+export const secret = "whsec_test_secret_for_payments";
+export const webhookUrl = "http://localhost/api/webhooks/payment";
+
+export async function openTestContext(): Promise<TestContext> {
+  const sql = connectDatabase(testDatabaseUrl, { max: 20 });
+  await migrateSchema(sql, { schema: "payments", migrations });
+  return { sql, db: createDatabase(sql), topology: messageTopology(unique("t")) };
+}
+
+/** Removes this file's outbox rows, so no relay keeps retrying subjects without a stream. */
+export async function closeTestContext({ sql, topology }: TestContext): Promise<void> {
+  await sql`delete from payments.outbox where subject = ${topology.payments.orderPaid}`;
+  await sql.end({ timeout: 5 });
+}
+
+export function collectingLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  return {
+    lines,
+    logger: createLogger("debug", { service: "payments" }, (line) => lines.push(JSON.parse(line))),
+  };
+}
+
+export function testApp(context: TestContext, overrides: Partial<PaymentsDeps> = {}) {
+  return createApp({
+    sql: context.sql,
+    db: context.db,
+    webhook: { secrets: [secret], toleranceSeconds: 300 },
+    rateLimiter: new RateLimiter({ ratePerSecond: 0, burst: 0 }),
+    trustProxy: false,
+    topology: context.topology,
+    logger: createLogger("error", {}, () => {}),
+    metrics: new Metrics(),
+    outboxWritten: () => {},
+    ...overrides,
+  });
+}
+
+/** One request a second per IP on a clock that never moves, so only `burst` requests get through. */
+export const frozenLimiter = (burst: number) =>
+  new RateLimiter({ ratePerSecond: 1, burst }, () => 0);
+
+/** An order id no other test uses, so rows can be counted per test. */
+export const uniqueOrderId = () => 1_000_000_000_000 + Math.floor(Math.random() * 8e15);
+
+export const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+export type NotificationBody = {
+  event?: unknown;
+  order_id?: unknown;
+  amount?: unknown;
+  currency?: unknown;
+  id?: unknown;
+  [field: string]: unknown;
+};
+
+export const paymentSucceeded = (orderId: number, extra: NotificationBody = {}) => ({
+  event: "payment.succeeded",
+  order_id: orderId,
+  amount: 1999,
+  currency: "USD",
+  ...extra,
+});
+
+/** A signed webhook request as the provider sends it; every part can be overridden. */
+export function notificationRequest(
+  body: NotificationBody | string,
+  options: {
+    signWith?: string;
+    timestamp?: number;
+    signature?: string | null;
+    contentType?: string | null;
+    headers?: Record<string, string>;
+  } = {},
+): Request {
+  const raw = typeof body === "string" ? body : JSON.stringify(body);
+  const signature =
+    options.signature === undefined
+      ? signPayload(raw, options.signWith ?? secret, options.timestamp ?? nowSeconds())
+      : options.signature;
+  const headers: Record<string, string> = { ...options.headers };
+  const contentType = options.contentType === undefined ? "application/json" : options.contentType;
+  if (contentType !== null) headers["content-type"] = contentType;
+  if (signature !== null) headers["x-signature"] = signature;
+  return new Request(webhookUrl, { method: "POST", headers, body: raw });
+}
+
+export async function rowsFor(sql: Sql, orderId: number) {
+  const [{ notifications }] = await sql<{ notifications: number }[]>`
+    select count(*)::int as notifications from payments.notifications where order_id = ${orderId}`;
+  const [{ outbox }] = await sql<{ outbox: number }[]>`
+    select count(*)::int as outbox from payments.outbox
+    where payload->>'order_id' = ${String(orderId)}`;
+  return { notifications, outbox };
+}
