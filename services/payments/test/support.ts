@@ -98,6 +98,10 @@ export function notificationRequest(
   return new Request(webhookUrl, { method: "POST", headers, body: raw });
 }
 
+/** A response body as parsed JSON, for asserting on documents and problems. */
+// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON documents
+export const jsonOf = async (response: Response): Promise<any> => response.json();
+
 export async function rowsFor(sql: Sql, orderId: number) {
   const [{ notifications }] = await sql<{ notifications: number }[]>`
     select count(*)::int as notifications from payments.notifications where order_id = ${orderId}`;

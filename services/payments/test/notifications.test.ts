@@ -1,0 +1,313 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
+import { Metrics } from "@commerce/shared/metrics";
+import { eventually } from "@commerce/shared/testing";
+import {
+  closeTestContext,
+  collectingLogger,
+  frozenLimiter,
+  notificationRequest,
+  openTestContext,
+  paymentSucceeded,
+  rowsFor,
+  secret,
+  type TestContext,
+  testApp,
+  uniqueOrderId,
+} from "./support";
+
+let context: TestContext;
+beforeAll(async () => {
+  context = await openTestContext();
+});
+afterAll(() => closeTestContext(context));
+
+const notificationRow = async (id: string) => {
+  const [row] = await context.sql`select * from payments.notifications where id = ${id}`;
+  return row;
+};
+const outboxRows = (orderId: number) =>
+  context.sql`select * from payments.outbox where payload->>'order_id' = ${String(orderId)}`;
+
+describe("notification id", () => {
+  test("W4: the provider's id is the notification id when present", async () => {
+    const orderId = uniqueOrderId();
+    const id = `evt_${crypto.randomUUID()}`;
+    const response = await testApp(context).handle(
+      notificationRequest(paymentSucceeded(orderId, { id })),
+    );
+    expect(response.status).toBe(200);
+    expect((await notificationRow(id)).order_id).toBe(String(orderId));
+  });
+
+  test("W4: without an id, it is the hex SHA-256 of event|order_id|amount|currency", async () => {
+    const orderId = uniqueOrderId();
+    const expected = createHash("sha256")
+      .update(`payment.succeeded|${orderId}|1999|USD`)
+      .digest("hex");
+    const response = await testApp(context).handle(notificationRequest(paymentSucceeded(orderId)));
+    expect(response.status).toBe(200);
+    const [row] =
+      await context.sql`select id from payments.notifications where order_id = ${orderId}`;
+    expect(row.id).toBe(expected);
+  });
+
+  test("W4: without an id, the same four fields are the same notification whatever else differs", async () => {
+    const app = testApp(context);
+    const orderId = uniqueOrderId();
+    const first = await app.handle(notificationRequest(paymentSucceeded(orderId, { note: "a" })));
+    const again = await app.handle(
+      notificationRequest(`{"currency":"USD","amount":1999,"order_id":${orderId},
+        "event":"payment.succeeded","note":"b"}`),
+    );
+    expect(await first.json()).toEqual({ received: true });
+    expect(await again.json()).toEqual({ received: true, duplicate: true });
+    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
+  });
+
+  test("W4: different provider ids for the same payment are different notifications", async () => {
+    const app = testApp(context);
+    const orderId = uniqueOrderId();
+    for (const id of ["evt_a", "evt_b"].map((name) => `${name}_${orderId}`))
+      expect(
+        await (await app.handle(notificationRequest(paymentSucceeded(orderId, { id })))).json(),
+      ).toEqual({ received: true });
+    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 2, outbox: 2 });
+  });
+});
+
+describe("accepting", () => {
+  test("W5: an accepted payment.succeeded stores the notification and its order-paid message", async () => {
+    let kicks = 0;
+    const app = testApp(context, { trustProxy: true, outboxWritten: () => kicks++ });
+    const orderId = uniqueOrderId();
+    const id = `evt_${crypto.randomUUID()}`;
+    const raw = JSON.stringify(paymentSucceeded(orderId, { id, amount: 2598, currency: "EUR" }));
+    const response = await app.handle(
+      notificationRequest(raw, { headers: { "x-forwarded-for": "203.0.113.9" } }),
+    );
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ received: true });
+
+    const row = await notificationRow(id);
+    expect(row).toMatchObject({
+      id,
+      event: "payment.succeeded",
+      order_id: String(orderId),
+      amount: "2598",
+      currency: "EUR",
+      raw_body: raw,
+      source_ip: "203.0.113.9",
+    });
+    const receivedAt = new Date(row.received_at);
+    expect(Math.abs(receivedAt.getTime() - Date.now())).toBeLessThan(60_000);
+
+    const outbox = await outboxRows(orderId);
+    expect(outbox).toHaveLength(1);
+    expect(outbox[0]).toMatchObject({
+      subject: context.topology.payments.orderPaid,
+      message_id: id,
+      published_at: null,
+    });
+    expect(outbox[0].payload).toEqual({
+      notification_id: id,
+      order_id: orderId,
+      amount: 2598,
+      currency: "EUR",
+      received_at: receivedAt.toISOString(),
+    });
+    expect(kicks).toBe(1);
+  });
+
+  test("W5: other events are stored but produce no order-paid message", async () => {
+    let kicks = 0;
+    const app = testApp(context, { outboxWritten: () => kicks++ });
+    const orderId = uniqueOrderId();
+    for (const event of ["payment.failed", "payment.refunded", "charge.dispute.created"]) {
+      const response = await app.handle(notificationRequest(paymentSucceeded(orderId, { event })));
+      expect(await response.json()).toEqual({ received: true });
+    }
+    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 3, outbox: 0 });
+    expect(kicks).toBe(0);
+  });
+
+  test("W5: a repeated notification id answers duplicate and stores and publishes nothing new", async () => {
+    let kicks = 0;
+    const app = testApp(context, { outboxWritten: () => kicks++ });
+    const orderId = uniqueOrderId();
+    const id = `evt_${crypto.randomUUID()}`;
+    const first = await app.handle(notificationRequest(paymentSucceeded(orderId, { id })));
+    expect(await first.json()).toEqual({ received: true });
+    const stored = await notificationRow(id);
+
+    const again = await app.handle(notificationRequest(paymentSucceeded(orderId, { id })));
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual({ received: true, duplicate: true });
+    // The same id with a different body is still the first notification, unchanged.
+    const changed = await app.handle(
+      notificationRequest(paymentSucceeded(orderId, { id, amount: 1 })),
+    );
+    expect(await changed.json()).toEqual({ received: true, duplicate: true });
+
+    expect(await notificationRow(id)).toEqual(stored);
+    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
+    expect(kicks).toBe(1);
+  });
+});
+
+describe("concurrent duplicates", () => {
+  test("W8: 50 concurrent duplicates give one stored notification and one outbox row", async () => {
+    let kicks = 0;
+    const app = testApp(context, { outboxWritten: () => kicks++ });
+    const orderId = uniqueOrderId();
+    const raw = JSON.stringify(paymentSucceeded(orderId, { id: `evt_${orderId}` }));
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, () => app.handle(notificationRequest(raw))),
+    );
+    const bodies = (await Promise.all(responses.map((response) => response.json()))) as {
+      received: boolean;
+      duplicate?: boolean;
+    }[];
+    expect(responses.map((response) => response.status)).toEqual(Array(50).fill(200));
+    expect(bodies.filter((body) => !body.duplicate)).toEqual([{ received: true }]);
+    expect(bodies.filter((body) => body.duplicate)).toHaveLength(49);
+    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
+    expect(kicks).toBe(1);
+  });
+
+  test("W8: 50 concurrent duplicates without a provider id also give one row each", async () => {
+    const app = testApp(context);
+    const orderId = uniqueOrderId();
+    const raw = JSON.stringify(paymentSucceeded(orderId));
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, () => app.handle(notificationRequest(raw))),
+    );
+    expect(responses.every((response) => response.status === 200)).toBe(true);
+    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
+  });
+});
+
+describe("logging and metrics", () => {
+  const notificationLines = (lines: Record<string, unknown>[]) =>
+    lines.filter((line) => line.msg === "notification");
+
+  test("W9: accepted, duplicate and rejected notifications are each logged once with their fields", async () => {
+    const { logger, lines } = collectingLogger();
+    const app = testApp(context, { logger });
+    const orderId = uniqueOrderId();
+    const id = `evt_${crypto.randomUUID()}`;
+    const accepted = await app.handle(notificationRequest(paymentSucceeded(orderId, { id })));
+    await app.handle(notificationRequest(paymentSucceeded(orderId, { id })));
+    await app.handle(notificationRequest(paymentSucceeded(orderId), { signWith: "whsec_forged" }));
+    await app.handle(notificationRequest(paymentSucceeded(orderId, { amount: -1 })));
+
+    const logged = notificationLines(lines);
+    expect(logged).toHaveLength(4);
+    expect(logged[0]).toMatchObject({
+      level: "info",
+      service: "payments",
+      outcome: "accepted",
+      notification_id: id,
+      event: "payment.succeeded",
+      order_id: orderId,
+      source_ip: "unknown",
+      request_id: accepted.headers.get("x-request-id"),
+    });
+    expect(logged[0]).not.toHaveProperty("reason");
+    expect(logged[1]).toMatchObject({
+      outcome: "duplicate",
+      notification_id: id,
+      order_id: orderId,
+    });
+    // Nothing of an unauthenticated body is logged.
+    expect(logged[2]).toMatchObject({
+      level: "warn",
+      outcome: "rejected",
+      reason: "signature_mismatch",
+    });
+    expect(logged[2]).not.toHaveProperty("order_id");
+    expect(logged[2]).not.toHaveProperty("notification_id");
+    expect(logged[3]).toMatchObject({
+      outcome: "rejected",
+      reason: "invalid_schema",
+      event: "payment.succeeded",
+      order_id: orderId,
+    });
+  });
+
+  test("W9: each rejection reason is logged", async () => {
+    const { logger, lines } = collectingLogger();
+    const app = testApp(context, { logger, rateLimiter: frozenLimiter(6) });
+    const orderId = uniqueOrderId();
+    const body = paymentSucceeded(orderId);
+    await app.handle(notificationRequest(JSON.stringify(body).padEnd(70_000)));
+    await app.handle(notificationRequest(body, { contentType: "text/plain" }));
+    await app.handle(notificationRequest(body, { signature: null }));
+    await app.handle(notificationRequest(body, { signature: "t=1" }));
+    await app.handle(notificationRequest(body, { timestamp: 1_000_000_000 }));
+    await app.handle(notificationRequest(body, { timestamp: 9_000_000_000 }));
+    await app.handle(notificationRequest("{"));
+    await app.handle(notificationRequest(body, { signWith: "whsec_forged" }));
+    await app.handle(notificationRequest(body));
+    expect(notificationLines(lines).map((line) => line.reason)).toEqual([
+      "too_large",
+      "unsupported_media_type",
+      "signature_missing",
+      "signature_malformed",
+      "signature_stale",
+      "signature_future",
+      "invalid_json",
+      "signature_mismatch",
+      "rate_limited",
+    ]);
+  });
+
+  test("W9: the signature, the secret and the body never appear in the log", async () => {
+    const { logger, lines } = collectingLogger();
+    const app = testApp(context, { logger });
+    const orderId = uniqueOrderId();
+    const requests = [
+      notificationRequest(paymentSucceeded(orderId, { card_holder: "secret-holder-name" })),
+      notificationRequest(paymentSucceeded(orderId, { card_holder: "secret-holder-name" })),
+      notificationRequest(paymentSucceeded(orderId, { card_holder: "secret-holder-name" }), {
+        signWith: "whsec_forged",
+      }),
+      notificationRequest(
+        paymentSucceeded(orderId, { currency: "bad", card_holder: "secret-holder-name" }),
+      ),
+    ];
+    const signatures = requests.map((request) => request.headers.get("x-signature") as string);
+    for (const request of requests) await app.handle(request);
+    const text = lines.map((line) => JSON.stringify(line)).join("\n");
+    expect(notificationLines(lines)).toHaveLength(4);
+    expect(text).not.toContain(secret);
+    expect(text).not.toContain("whsec_");
+    expect(text).not.toContain("secret-holder-name");
+    for (const signature of signatures) {
+      expect(text).not.toContain(signature);
+      expect(text).not.toContain(signature.split("v1=")[1]);
+    }
+  });
+
+  test("O3: /metrics counts notifications by outcome and reason", async () => {
+    const metrics = new Metrics();
+    const app = testApp(context, { metrics });
+    const orderId = uniqueOrderId();
+    await app.handle(notificationRequest(paymentSucceeded(orderId)));
+    await app.handle(notificationRequest(paymentSucceeded(orderId)));
+    await app.handle(notificationRequest(paymentSucceeded(orderId)));
+    await app.handle(notificationRequest(paymentSucceeded(orderId), { signature: null }));
+    const scrape = await eventually(async () => {
+      const text = await (await app.handle(new Request("http://localhost/metrics"))).text();
+      return text.includes('status="401"') ? text : undefined;
+    });
+    expect(scrape).toContain('notifications_total{outcome="accepted",reason="none"} 1');
+    expect(scrape).toContain('notifications_total{outcome="duplicate",reason="none"} 2');
+    expect(scrape).toContain(
+      'notifications_total{outcome="rejected",reason="signature_missing"} 1',
+    );
+    expect(scrape).toMatch(
+      /http_requests_total\{method="POST",route="\/api\/webhooks\/payment",status="401"\} 1/,
+    );
+  });
+});

@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connectDatabase } from "@commerce/shared/database";
+import { createDatabase } from "../src/db";
+import {
+  closeTestContext,
+  jsonOf,
+  notificationRequest,
+  openTestContext,
+  paymentSucceeded,
+  type TestContext,
+  testApp,
+  uniqueOrderId,
+} from "./support";
+
+let context: TestContext;
+beforeAll(async () => {
+  context = await openTestContext();
+});
+afterAll(() => closeTestContext(context));
+
+const get = (app: ReturnType<typeof testApp>, path: string, headers: Record<string, string> = {}) =>
+  app.handle(new Request(`http://localhost${path}`, { headers }));
+
+describe("operations", () => {
+  test("O1: /health is 200 ok", async () => {
+    const response = await get(testApp(context), "/health");
+    expect(response.status).toBe(200);
+    expect(await jsonOf(response)).toEqual({ status: "ok" });
+  });
+
+  test("O2: /ready is 200 when the database and NATS are up", async () => {
+    const app = testApp(context, { readiness: [{ name: "nats", check: () => true }] });
+    const response = await get(app, "/ready");
+    expect(response.status).toBe(200);
+    expect(await jsonOf(response)).toEqual({ status: "ready" });
+  });
+
+  test("O2: /ready is 503 problem when NATS is down", async () => {
+    const app = testApp(context, { readiness: [{ name: "nats", check: () => false }] });
+    const response = await get(app, "/ready");
+    expect(response.status).toBe(503);
+    expect(response.headers.get("content-type")).toBe("application/problem+json");
+    expect((await jsonOf(response)).detail).toBe("Not ready: nats unavailable");
+  });
+
+  test("O2: /ready is 503 problem when the database is down", async () => {
+    const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
+    const app = testApp({ ...context, sql: deadSql, db: createDatabase(deadSql) });
+    const response = await get(app, "/ready");
+    expect(response.status).toBe(503);
+    expect((await jsonOf(response)).detail).toContain("database");
+    await deadSql.end();
+  });
+
+  test("O4: /swagger/json documents the webhook: X-Signature, body schema and every answer", async () => {
+    const app = testApp(context);
+    expect((await get(app, "/swagger")).headers.get("content-type")).toContain("text/html");
+    const doc = await jsonOf(await get(app, "/swagger/json"));
+    expect(doc.openapi).toStartWith("3.");
+    const route = doc.paths["/api/webhooks/payment"].post;
+    expect(route.parameters).toContainEqual(
+      expect.objectContaining({ name: "x-signature", in: "header", required: true }),
+    );
+    const schema = route.requestBody.content["application/json"].schema;
+    expect(schema.required).toEqual(["event", "order_id", "amount", "currency"]);
+    expect(schema.properties.order_id).toMatchObject({ type: "integer", minimum: 1 });
+    expect(schema.properties.currency).toMatchObject({ pattern: "^[A-Z]{3}$" });
+    expect(Object.keys(route.responses).sort()).toEqual(
+      ["200", "400", "401", "413", "415", "429", "503"].sort(),
+    );
+    expect(
+      route.responses["401"].content["application/json"].schema.properties.detail,
+    ).toBeDefined();
+    expect(doc.components?.securitySchemes?.bearerAuth).toBeUndefined();
+  });
+
+  test("O5: every response carries X-Request-Id, the client's when it is sane", async () => {
+    const app = testApp(context);
+    const echoed = await get(app, "/health", { "x-request-id": "provider-req-42" });
+    expect(echoed.headers.get("x-request-id")).toBe("provider-req-42");
+    const replaced = await get(app, "/health", { "x-request-id": "not sane\u0001" });
+    expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    const accepted = await app.handle(notificationRequest(paymentSucceeded(uniqueOrderId())));
+    expect(accepted.headers.get("x-request-id")).toBeTruthy();
+    const rejected = await app.handle(
+      notificationRequest(paymentSucceeded(uniqueOrderId()), { signature: null }),
+    );
+    expect(rejected.headers.get("x-request-id")).toBeTruthy();
+  });
+});
+
+describe("errors", () => {
+  test("E1: errors are problem+json with type, title, status and detail; status equals the HTTP status", async () => {
+    const app = testApp(context);
+    const answers = [
+      await get(app, "/no/such/route"),
+      await app.handle(notificationRequest(paymentSucceeded(uniqueOrderId()), { signature: null })),
+      await app.handle(
+        notificationRequest(paymentSucceeded(uniqueOrderId()), { contentType: "text/plain" }),
+      ),
+      await app.handle(notificationRequest(paymentSucceeded(0))),
+    ];
+    expect(answers.map((answer) => answer.status)).toEqual([404, 401, 415, 400]);
+    for (const answer of answers) {
+      expect(answer.headers.get("content-type")).toBe("application/problem+json");
+      const problem = await jsonOf(answer);
+      expect(Object.keys(problem)).toEqual(
+        expect.arrayContaining(["type", "title", "status", "detail"]),
+      );
+      expect(problem.status).toBe(answer.status);
+    }
+  });
+
+  test("E1: validation failures list errors as path and message", async () => {
+    const answer = await testApp(context).handle(
+      notificationRequest(paymentSucceeded(uniqueOrderId(), { amount: "10" })),
+    );
+    expect(answer.status).toBe(400);
+    expect((await jsonOf(answer)).errors).toEqual([
+      { path: "/amount", message: "amount must be an integer of at least 0" },
+    ]);
+  });
+
+  test("E2: the webhook answers no other method with a 2xx", async () => {
+    const app = testApp(context);
+    for (const method of ["GET", "PUT", "DELETE"]) {
+      const answer = await app.handle(
+        new Request("http://localhost/api/webhooks/payment", { method }),
+      );
+      expect({ method, status: answer.status }).toEqual({ method, status: 404 });
+    }
+  });
+});
