@@ -13,6 +13,7 @@ import {
   secret,
   type TestContext,
   testApp,
+  webhookUrl,
 } from "./support";
 
 let context: TestContext;
@@ -59,6 +60,27 @@ describe("order of checks", () => {
     );
     expect(response.status).toBe(413);
     expect(await rowsFor(context.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+  });
+
+  test("W1: a streamed body with no Content-Length answers 413 once it passes 64 KiB", async () => {
+    const chunk = new TextEncoder().encode(" ".repeat(16 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        // Far more than the limit: the reader must stop long before the end.
+        if (sent++ < 1000) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const response = await testApp(context).handle(
+      new Request(webhookUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-signature": "t=1,v1=00" },
+        body: stream,
+      }),
+    );
+    expect(response.status).toBe(413);
+    expect(sent).toBeLessThan(1000);
   });
 
   test("W1: a body that is not application/json answers 415", async () => {
