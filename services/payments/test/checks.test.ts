@@ -328,6 +328,23 @@ describe("schema", () => {
     }
   });
 
+  test("W3: event and id must be text the database can store: no NUL, no lone surrogate", async () => {
+    for (const field of [
+      { event: "payment\u0000succeeded" },
+      { id: "evt_\u0000" },
+      { id: "\ud800" },
+    ]) {
+      const answer = await send(paymentSucceeded(orderId(), field));
+      expect({ field, status: answer.status }).toEqual({ field, status: 400 });
+      expect(paths(answer.body)).toEqual(Object.keys(field).map((name) => `/${name}`));
+    }
+    const id = orderId();
+    expect((await send(paymentSucceeded(id, { note: "\u0000\ud800" }))).status).toBe(200);
+    const [row] =
+      await context.sql`select raw_body from payments.notifications where order_id = ${id}`;
+    expect(JSON.parse(row.raw_body).note).toBe("\u0000\ud800");
+  });
+
   test("W3: missing fields are each named in errors", async () => {
     const answer = await send({});
     expect(answer.status).toBe(400);

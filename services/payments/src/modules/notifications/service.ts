@@ -73,20 +73,38 @@ export function parseNotification(rawBody: Uint8Array): {
     throw new InvalidNotificationError("invalid_schema", "The request body is invalid", [
       { path: "", message: "The body must be a JSON object" },
     ]);
-  if (!notificationSchema.Check(data)) {
-    const errors: FieldError[] = [];
-    for (const error of notificationSchema.Errors(data)) {
-      const custom = (error.schema as { error?: FieldError }).error;
-      const found = custom ?? { path: error.path, message: error.message };
-      if (!errors.some((known) => known.path === found.path)) errors.push(found);
-    }
+  const errors = fieldErrors(data);
+  if (errors.length) {
     const { event, order_id } = data as Record<string, unknown>;
     throw new InvalidNotificationError("invalid_schema", "The request body is invalid", errors, {
       event: typeof event === "string" && event.length <= 100 ? event : undefined,
       order_id: Number.isSafeInteger(order_id) ? (order_id as number) : undefined,
     });
   }
-  return { notification: data, text };
+  return { notification: data as PaymentNotification, text };
+}
+
+/** Text PostgreSQL can store as sent: well-formed Unicode without NUL (else the insert fails). */
+const storable = (value: string) => value.isWellFormed() && !value.includes("\u0000");
+
+/** One entry per offending field: the schema's own message, then the text fields' storability. */
+function fieldErrors(data: object): FieldError[] {
+  const errors: FieldError[] = [];
+  if (!notificationSchema.Check(data))
+    for (const error of notificationSchema.Errors(data)) {
+      const custom = (error.schema as { error?: FieldError }).error;
+      const found = custom ?? { path: error.path, message: error.message };
+      if (!errors.some((known) => known.path === found.path)) errors.push(found);
+    }
+  for (const name of ["event", "id"]) {
+    const value = (data as Record<string, unknown>)[name];
+    if (typeof value === "string" && !storable(value) && !errors.some((e) => e.path === `/${name}`))
+      errors.push({
+        path: `/${name}`,
+        message: `${name} must be Unicode text without NUL characters`,
+      });
+  }
+  return errors;
 }
 
 /** W4: the provider's `id`, else a hash of what makes two notifications the same. */
