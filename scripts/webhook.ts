@@ -8,7 +8,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { signPayload } from "@commerce/shared/signature";
+import { signatureHeader, signPayload } from "@commerce/shared/signature";
 import { notificationIdOf } from "../services/payments/src/modules/notifications/service";
 
 const fail = (message: string): never => {
@@ -82,7 +82,7 @@ async function attempt(): Promise<Attempt> {
       method: "POST",
       headers: {
         "content-type": "application/json",
-        "x-signature": signPayload(body, secret, Math.floor(Date.now() / 1000)),
+        [signatureHeader]: signPayload(body, secret, Math.floor(Date.now() / 1000)),
       },
       body,
       signal: AbortSignal.timeout(10_000),

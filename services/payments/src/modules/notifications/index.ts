@@ -2,6 +2,7 @@ import { HttpError, PayloadTooLargeError } from "@commerce/shared/errors";
 import { assertContentLength, assertJsonContentType, requestIdOf } from "@commerce/shared/http";
 import { problems } from "@commerce/shared/openapi";
 import { clientIp } from "@commerce/shared/rate-limit";
+import { signatureHeader } from "@commerce/shared/signature";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../app";
 import { paymentNotification, received, signatureParameter } from "./model";
@@ -94,7 +95,7 @@ export function notificationsController(deps: PaymentsDeps) {
         const rawBody = await readBodyWithin(request, notificationBodyLimit);
         assertJsonContentType(request.headers.get("content-type"));
         rateLimiter.take(sourceIp);
-        authenticate(request.headers.get("x-signature"), rawBody, webhook);
+        authenticate(request.headers.get(signatureHeader), rawBody, webhook);
         const { notification, text } = parseNotification(rawBody);
         const id = notificationIdOf(notification);
         Object.assign(log, {

@@ -1,3 +1,4 @@
+import { signatureHeader } from "@commerce/shared/signature";
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 
@@ -50,7 +51,7 @@ export const received = t.Object({
 
 /** Documented here, checked by the handler: a missing or wrong signature must answer 401, not 400. */
 export const signatureParameter = {
-  name: "x-signature",
+  name: signatureHeader,
   in: "header",
   required: true,
   description:
