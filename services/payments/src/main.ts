@@ -14,7 +14,7 @@ await healthcheckIfAsked(3001);
 const config = configOrExit(() => loadConfig(process.env));
 const logger = createLogger(config.logLevel, { service: "payments" });
 const metrics = new Metrics();
-const topology = messageTopology();
+const topology = messageTopology(config.natsPrefix);
 
 const sql = connectDatabase(config.databaseUrl);
 await migrateSchema(sql, { schema: "payments", migrations });
