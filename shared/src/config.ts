@@ -63,6 +63,14 @@ export const read = {
   },
 };
 
+/** Optional prefix for stream, subject and consumer names, so several stacks can share one NATS. */
+function natsPrefix(env: Env): string {
+  const prefix = read.optional(env, "NATS_PREFIX") ?? "";
+  if (!/^[a-zA-Z0-9]{0,32}$/.test(prefix))
+    throw new ConfigError(`NATS_PREFIX must be up to 32 letters or digits, got "${prefix}"`);
+  return prefix;
+}
+
 /** Settings both services share. */
 export function readCommonConfig(
   env: Env,
@@ -72,6 +80,7 @@ export function readCommonConfig(
     port: read.int(env, "PORT", defaults.port, { min: 0, max: 65535 }),
     databaseUrl: read.url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
     natsUrl: read.string(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    natsPrefix: natsPrefix(env),
     rateLimit: {
       ratePerSecond: read.int(env, "RATE_LIMIT_RPS", defaults.ratePerSecond),
       burst: read.int(env, "RATE_LIMIT_BURST", defaults.burst),
