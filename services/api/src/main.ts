@@ -16,7 +16,7 @@ await healthcheckIfAsked(3000);
 const config = configOrExit(() => loadConfig(process.env));
 const logger = createLogger(config.logLevel, { service: "api" });
 const metrics = new Metrics();
-const topology = messageTopology();
+const topology = messageTopology(config.natsPrefix);
 
 const sql = connectDatabase(config.databaseUrl);
 await migrateSchema(sql, { schema: "api", migrations });
