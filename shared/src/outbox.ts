@@ -6,8 +6,10 @@ type OutboxRow = { id: number; subject: string; message_id: string; payload: unk
 
 export type OutboxRelayOptions = {
   sql: Sql;
-  /** The service's own outbox, schema-qualified: `api.outbox` or `payments.outbox`. */
+  /** The Postgres schema of the service's own outbox table: `api` or `payments`. */
   schema: string;
+  /** The subjects this relay publishes; rows of other stacks sharing the table (NATS_PREFIX) are theirs. */
+  subjects: string[];
   jetstream: () => JetStreamClient | undefined;
   logger: Logger;
   intervalMs?: number;
@@ -66,7 +68,8 @@ export class OutboxRelay {
 
   async backlog(): Promise<number> {
     const [row] = await this.options.sql`
-      select count(*)::int as n from ${this.options.sql(this.options.schema)}.outbox where published_at is null`;
+      select count(*)::int as n from ${this.options.sql(this.options.schema)}.outbox
+      where published_at is null and subject = any(${this.options.subjects})`;
     return row.n;
   }
 
@@ -86,11 +89,11 @@ export class OutboxRelay {
 
   /** Publishes one locked batch; rows JetStream acked are marked even when others failed. */
   private publishBatch(js: JetStreamClient): Promise<{ count: number; failure?: unknown }> {
-    const { sql, schema } = this.options;
+    const { sql, schema, subjects } = this.options;
     return sql.begin(async (tx) => {
       const rows = await tx<OutboxRow[]>`
         select id, subject, message_id, payload from ${tx(schema)}.outbox
-        where published_at is null order by id limit ${this.batchSize}
+        where published_at is null and subject = any(${subjects}) order by id limit ${this.batchSize}
         for update skip locked`;
       if (rows.length === 0) return { count: 0 };
       const results = await Promise.allSettled(

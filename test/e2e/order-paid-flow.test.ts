@@ -1,10 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { OrdersPaid } from "@commerce/shared/messages";
 import { signPayload } from "@commerce/shared/signature";
 import { eventually, testDatabaseUrl, unique } from "@commerce/shared/testing";
 import { SignJWT } from "jose";
 import postgres from "postgres";
 import { jwtSecret, type Stack, startStack, webhookSecret } from "./stack";
+
+setDefaultTimeout(30_000);
 
 let stack: Stack;
 const sql = postgres(testDatabaseUrl, { max: 4, onnotice: () => {} });

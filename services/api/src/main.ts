@@ -34,7 +34,13 @@ const nats = new NatsLink(config.natsUrl, "api", logger, async (link) => {
   consumer.start();
   relay.kick();
 });
-const relay = new OutboxRelay({ sql, schema: "api", jetstream: () => nats.jetstream(), logger });
+const relay = new OutboxRelay({
+  sql,
+  schema: "api",
+  subjects: [topology.orders.paid],
+  jetstream: () => nats.jetstream(),
+  logger,
+});
 metrics.gauge("outbox_backlog", "Outbox rows not yet published to JetStream", () =>
   relay.backlog(),
 );

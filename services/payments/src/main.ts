@@ -28,6 +28,7 @@ const nats = new NatsLink(config.natsUrl, "payments", logger, async (link) => {
 const relay = new OutboxRelay({
   sql,
   schema: "payments",
+  subjects: [topology.payments.orderPaid],
   jetstream: () => nats.jetstream(),
   logger,
 });

@@ -43,6 +43,7 @@ const workingRelay = (intervalMs?: number) =>
   new OutboxRelay({
     sql: context.sql,
     schema: "payments",
+    subjects: [context.topology.payments.orderPaid],
     jetstream: () => nats.jetstream(),
     logger: silent,
     intervalMs,
@@ -114,6 +115,7 @@ describe("publication", () => {
     const downRelay = new OutboxRelay({
       sql: context.sql,
       schema: "payments",
+      subjects: [context.topology.payments.orderPaid],
       jetstream: () => undefined,
       logger: silent,
     });
