@@ -99,7 +99,6 @@ export function notificationRequest(
 }
 
 /** A response body as parsed JSON, for asserting on documents and problems. */
-// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON documents
 export const jsonOf = async (response: Response): Promise<any> => response.json();
 
 export async function rowsFor(sql: Sql, orderId: number) {
