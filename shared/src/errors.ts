@@ -22,7 +22,8 @@ export class HttpError extends Error {
 
   toProblem(): Problem {
     const problem: Problem = {
-      type: problemType(this.status),
+      // RFC 9457's default: the status and title say all there is to say.
+      type: "about:blank",
       title: this.title,
       status: this.status,
       detail: this.message,
@@ -92,24 +93,6 @@ export class UnavailableError extends HttpError {
   constructor(detail = "A dependency is unavailable; retry later") {
     super(503, "Service Unavailable", detail, undefined, { "retry-after": "1" });
   }
-}
-
-const typeSlugs: Record<number, string> = {
-  400: "bad-request",
-  401: "unauthorized",
-  403: "forbidden",
-  404: "not-found",
-  409: "conflict",
-  413: "payload-too-large",
-  415: "unsupported-media-type",
-  422: "unprocessable-content",
-  429: "too-many-requests",
-  500: "internal-error",
-  503: "service-unavailable",
-};
-
-export function problemType(status: number): string {
-  return typeSlugs[status] ? "about:blank" : "about:blank";
 }
 
 export function problemResponse(error: HttpError, headers: Record<string, string> = {}): Response {

@@ -139,14 +139,29 @@ export function assertJsonContentType(contentType: string | null): void {
   if (mediaType !== "application/json") throw new UnsupportedMediaTypeError();
 }
 
-export async function readRawBody(request: Request, limitBytes: number): Promise<Uint8Array> {
+/**
+ * The raw body, 413 past `limitBytes`: first by the declared Content-Length, then by the bytes
+ * actually read, stopping as soon as they pass the limit (a chunked flood is never buffered).
+ */
+export async function readBodyWithin(request: Request, limitBytes: number): Promise<Uint8Array> {
   assertContentLength(request, limitBytes);
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.byteLength > limitBytes) throw new PayloadTooLargeError(limitBytes);
-  return bytes;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body ?? []) {
+    size += chunk.byteLength;
+    if (size > limitBytes) throw new PayloadTooLargeError(limitBytes);
+    chunks.push(chunk);
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
 }
 
-export const hasBody = (request: Request) =>
+const hasBody = (request: Request) =>
   request.headers.has("content-type") ||
   request.headers.has("transfer-encoding") ||
   Number(request.headers.get("content-length") ?? 0) > 0;

@@ -1,11 +1,12 @@
 import { openapi } from "@elysiajs/openapi";
 import { t } from "elysia";
+import { integer } from "./schema";
 
 export const problemSchema = t.Object(
   {
     type: t.String(),
     title: t.String(),
-    status: t.Integer(),
+    status: integer(),
     detail: t.String(),
     errors: t.Optional(t.Array(t.Object({ path: t.String(), message: t.String() }))),
   },

@@ -91,7 +91,11 @@ export function notificationRequest(
     options.signature === undefined
       ? signPayload(raw, options.signWith ?? secret, options.timestamp ?? nowSeconds())
       : options.signature;
-  const headers: Record<string, string> = { ...options.headers };
+  // As an HTTP client would; Request objects built in-process carry no length of their own.
+  const headers: Record<string, string> = {
+    "content-length": String(Buffer.byteLength(raw)),
+    ...options.headers,
+  };
   const contentType = options.contentType === undefined ? "application/json" : options.contentType;
   if (contentType !== null) headers["content-type"] = contentType;
   if (signature !== null) headers["x-signature"] = signature;

@@ -1,5 +1,10 @@
-import { HttpError, PayloadTooLargeError } from "@commerce/shared/errors";
-import { assertContentLength, assertJsonContentType, requestIdOf } from "@commerce/shared/http";
+import { HttpError } from "@commerce/shared/errors";
+import {
+  assertContentLength,
+  assertJsonContentType,
+  readBodyWithin,
+  requestIdOf,
+} from "@commerce/shared/http";
 import { problems } from "@commerce/shared/openapi";
 import { clientIp } from "@commerce/shared/rate-limit";
 import { signatureHeader } from "@commerce/shared/signature";
@@ -18,28 +23,6 @@ import {
 
 /** W1, W7: 64 KiB is far above any real notification and small enough to read whole. */
 export const notificationBodyLimit = 64 * 1024;
-
-/**
- * The raw body, 413 past `limitBytes`: first by the declared Content-Length, then by the bytes
- * actually read, stopping as soon as they pass the limit (a chunked flood is never buffered).
- */
-async function readBodyWithin(request: Request, limitBytes: number): Promise<Uint8Array> {
-  assertContentLength(request, limitBytes);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of request.body ?? []) {
-    size += chunk.byteLength;
-    if (size > limitBytes) throw new PayloadTooLargeError(limitBytes);
-    chunks.push(chunk);
-  }
-  const body = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return body;
-}
 
 const statusReasons: Record<number, RejectionReason> = {
   413: "too_large",
@@ -92,9 +75,11 @@ export function notificationsController(deps: PaymentsDeps) {
       const sourceIp = clientIp(request, server?.requestIP(request)?.address, deps.trustProxy);
       const log: NotificationLog = { source_ip: sourceIp };
       try {
-        const rawBody = await readBodyWithin(request, notificationBodyLimit);
+        // The cheap checks come before the body is read, so a flood costs as little as possible.
+        assertContentLength(request, notificationBodyLimit);
         assertJsonContentType(request.headers.get("content-type"));
         rateLimiter.take(sourceIp);
+        const rawBody = await readBodyWithin(request, notificationBodyLimit);
         authenticate(request.headers.get(signatureHeader), rawBody, webhook);
         const { notification, text } = parseNotification(rawBody);
         const id = notificationIdOf(notification);
