@@ -1,8 +1,11 @@
 import { createLogger } from "@commerce/shared/logger";
-import { messageTopology, streamsOf } from "@commerce/shared/messages";
+import { messageTopology, type OrdersPaid, streamsOf } from "@commerce/shared/messages";
 import { NatsLink } from "@commerce/shared/nats";
-import { testDatabaseUrl, testNatsUrl, unique } from "@commerce/shared/testing";
+import { signPayload } from "@commerce/shared/signature";
+import { eventually, testDatabaseUrl, testNatsUrl, unique } from "@commerce/shared/testing";
 import type { Subprocess } from "bun";
+import { SignJWT } from "jose";
+import postgres from "postgres";
 
 const root = new URL("../..", import.meta.url).pathname;
 export const jwtSecret = "e2e-secret-that-is-at-least-32-characters";
@@ -79,11 +82,14 @@ export class ServiceProcess {
  * Both services as real processes on free ports, against the real PostgreSQL and NATS, with
  * their own NATS names (NATS_PREFIX) so several stacks and test files never share messages.
  */
-export async function startStack({ start = ["api", "payments"] as ServiceName[] } = {}) {
+export async function startStack({
+  start = ["api", "payments"] as ServiceName[],
+  natsUrl = testNatsUrl,
+} = {}) {
   const prefix = unique("e");
   const env = {
     DATABASE_URL: testDatabaseUrl,
-    NATS_URL: testNatsUrl,
+    NATS_URL: natsUrl,
     NATS_PREFIX: prefix,
     AUTH_JWT_SECRET: jwtSecret,
     PAYMENT_WEBHOOK_SECRETS: webhookSecret,
@@ -96,24 +102,117 @@ export async function startStack({ start = ["api", "payments"] as ServiceName[] 
   for (const name of start) await services[name].start();
   const topology = messageTopology(prefix);
   const nats = new NatsLink(
-    testNatsUrl,
+    natsUrl,
     "e2e",
     createLogger("error", {}, () => {}),
   );
   await nats.start();
+  const sql = postgres(testDatabaseUrl, { max: 4, onnotice: () => {} });
+  const admin = await signToken(unique("admin"), "admin");
+  const customer = await signToken(unique("cust"));
+
+  const callApi = async (method: string, path: string, token: string, body?: unknown) => {
+    const res = await fetch(`${api.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, json: (await res.json()) as any };
+  };
+
+  const orderStatus = async (id: number): Promise<string | undefined> =>
+    (await sql`select status from api.orders where id = ${id}`)[0]?.status;
 
   return {
     ...services,
     topology,
     nats,
+    sql,
+    admin,
+    customer,
+    callApi,
+    orderStatus,
+
+    /** A product of its own and one order for it, placed by the stack's customer. */
+    async newOrder(price = 1999, qty = 1): Promise<PlacedOrder> {
+      const product = await callApi("POST", "/api/products", admin, {
+        name: "Lamp",
+        price,
+        category: unique("c"),
+      });
+      const order = await callApi("POST", "/api/orders", customer, {
+        product_id: product.json.id,
+        qty,
+      });
+      return order.json;
+    },
+
+    /** Signs and sends a notification as the provider would. */
+    async notify(
+      body: object,
+      { secret = webhookSecret, at = Math.floor(Date.now() / 1000) } = {},
+    ) {
+      const raw = JSON.stringify(body);
+      const res = await fetch(`${payments.url}/api/webhooks/payment`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-signature": signPayload(raw, secret, at),
+        },
+        body: raw,
+      });
+      return { status: res.status, json: (await res.json()) as any };
+    },
+
+    paid: (id: number, timeoutMs = 10_000) =>
+      eventually(
+        async () => ((await orderStatus(id)) === "paid" ? true : undefined),
+        timeoutMs,
+        `order ${id} paid`,
+      ),
+
+    /** The orders.paid messages JetStream holds for one order (R5: there must be exactly one). */
+    async ordersPaidMessages(orderId: number): Promise<OrdersPaid[]> {
+      const jsm = await nats.manager();
+      const { state } = await jsm.streams.info(topology.orders.stream);
+      const found: OrdersPaid[] = [];
+      for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
+        const message = await jsm.streams
+          .getMessage(topology.orders.stream, { seq })
+          .catch(() => undefined);
+        const payload = message?.json<OrdersPaid>();
+        if (payload?.order_id === orderId) found.push(payload);
+      }
+      return found;
+    },
+
     async stop() {
       await Promise.all([api.stop(), payments.stop()]);
       const jsm = await nats.manager();
       for (const stream of streamsOf(topology))
         await jsm.streams.delete(stream.name).catch(() => {});
       await nats.close();
+      await sql.end();
     },
   };
 }
 
+export type PlacedOrder = { order_id: number; amount: number; currency: string };
+
+export const signToken = (sub: string, scope?: string) =>
+  new SignJWT(scope ? { scope } : {})
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject(sub)
+    .setExpirationTime("1h")
+    .sign(new TextEncoder().encode(jwtSecret));
+
+/** A `payment.succeeded` notification that pays `order` in full. */
+export const succeeded = (order: PlacedOrder, extra = {}) => ({
+  event: "payment.succeeded",
+  order_id: order.order_id,
+  amount: order.amount,
+  currency: order.currency,
+  id: unique("evt"),
+  ...extra,
+});
 export type Stack = Awaited<ReturnType<typeof startStack>>;
