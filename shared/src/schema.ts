@@ -34,3 +34,12 @@ declare module "elysia/type-system/types" {
     field: { path: string; message: string };
   }
 }
+
+/** Text PostgreSQL can store: a NUL character would fail the insert with a 500. */
+export const text = (min: number, max: number, description?: string) =>
+  t.String({
+    minLength: min,
+    maxLength: max,
+    pattern: "^[^\\u0000]*$",
+    ...(description ? { description } : {}),
+  });

@@ -138,3 +138,10 @@ describe("auth", () => {
     }
   });
 });
+
+describe("auth: subjects", () => {
+  test("A3: a subject with control characters or over 255 characters is 401", async () => {
+    await expect401(`Bearer ${await token({ sub: "alice\u0000" })}`);
+    await expect401(`Bearer ${await token({ sub: "a".repeat(256) })}`);
+  });
+});

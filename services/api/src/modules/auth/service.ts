@@ -43,7 +43,7 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
         "www-authenticate": bearerChallenge("invalid_token"),
       });
     }
-    if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > 255)
+    if (typeof payload.sub !== "string" || !/^[^\u0000-\u001f]{1,255}$/.test(payload.sub))
       throw new UnauthorizedError("The bearer token has no usable subject", {
         "www-authenticate": bearerChallenge("invalid_token"),
       });

@@ -1,4 +1,4 @@
-import { bodyInt, integer, urlInt } from "@commerce/shared/schema";
+import { bodyInt, integer, text, urlInt } from "@commerce/shared/schema";
 import { t } from "elysia";
 
 const maxId = 2147483647;
@@ -13,9 +13,9 @@ export const product = t.Object({
 });
 
 const fields = {
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: text(1, 200),
   price: bodyInt(0, 100_000_000, "Price in minor units of STORE_CURRENCY"),
-  category: t.String({ minLength: 1, maxLength: 100 }),
+  category: text(1, 100),
 };
 
 export const newProduct = t.Object(fields, { additionalProperties: false });
@@ -31,7 +31,7 @@ export const pageQuery = {
 };
 
 export const productQuery = t.Object(
-  { category: t.Optional(t.String({ minLength: 1, maxLength: 100 })), ...pageQuery },
+  { category: t.Optional(text(1, 100)), ...pageQuery },
   { additionalProperties: true },
 );
 

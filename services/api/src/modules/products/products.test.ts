@@ -183,3 +183,16 @@ describe("products", () => {
     ).toBe(20);
   });
 });
+
+describe("products: text PostgreSQL cannot store", () => {
+  test("P3, E2: a NUL in a name or category is 400, never a 500", async () => {
+    const res = await api.call("POST", "/api/products", {
+      token: admin,
+      body: { name: "Mug\u0000", price: 1, category: "c" },
+    });
+    expect(res.status).toBe(400);
+    expect(res.json.errors[0].path).toBe("/name");
+    const query = await api.call("GET", "/api/products?category=%00", { token: customer });
+    expect(query.status).toBe(400);
+  });
+});
