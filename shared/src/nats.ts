@@ -26,7 +26,7 @@ export type ConsumerSpec = {
  */
 export class NatsLink {
   private connection?: NatsConnection;
-  private closed = false;
+  private connected = false;
 
   constructor(
     private readonly url: string,
@@ -45,6 +45,7 @@ export class NatsLink {
       reconnectTimeWait: 500,
       pingInterval: 5000,
     });
+    this.connected = true;
     this.logger.info("nats connected", { server: this.connection.getServer() });
     await this.runOnConnect();
     void this.watch(this.connection);
@@ -52,8 +53,12 @@ export class NatsLink {
 
   private async watch(nc: NatsConnection): Promise<void> {
     for await (const status of nc.status()) {
-      if (status.type === "disconnect") this.logger.warn("nats disconnected");
+      if (status.type === "disconnect") {
+        this.connected = false;
+        this.logger.warn("nats disconnected");
+      }
       if (status.type === "reconnect") {
+        this.connected = true;
         this.logger.info("nats reconnected");
         await this.runOnConnect();
       }
@@ -69,15 +74,7 @@ export class NatsLink {
   }
 
   get isUp(): boolean {
-    return !!this.connection && !this.connection.isClosed() && !this.closed && this.connected;
-  }
-
-  private get connected(): boolean {
-    // `protocol.connected` is false while reconnecting; the public API has no cheaper probe.
-    return (
-      (this.connection as unknown as { protocol?: { connected?: boolean } })?.protocol?.connected ??
-      false
-    );
+    return this.connected && !!this.connection && !this.connection.isClosed();
   }
 
   get nc(): NatsConnection | undefined {
@@ -95,7 +92,7 @@ export class NatsLink {
 
   /** Drains subscriptions and pending publishes, then closes (O7). */
   async close(): Promise<void> {
-    this.closed = true;
+    this.connected = false;
     const nc = this.connection;
     if (!nc || nc.isClosed()) return;
     await nc.drain().catch(() => nc.close());
