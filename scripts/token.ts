@@ -17,7 +17,7 @@ const { values } = parseArgs({
 
 const localSecret = ".data/auth-jwt-secret";
 const secret =
-  process.env.AUTH_JWT_SECRET ??
+  process.env.AUTH_JWT_SECRET ||
   (existsSync(localSecret) ? readFileSync(localSecret, "utf8").trim() : undefined);
 if (!secret) {
   console.error("AUTH_JWT_SECRET is not set (and no .data/auth-jwt-secret from npm start)");

@@ -39,7 +39,7 @@ export class ServiceProcess {
   async start(): Promise<void> {
     const command = useBinaries
       ? [`${root}dist/${this.name}`]
-      : [process.execPath, `${root}services/${this.name}/src/main.ts`];
+      : [process.execPath, "--no-env-file", `${root}services/${this.name}/src/main.ts`];
     this.process = Bun.spawn(command, {
       cwd: root,
       env: { PATH: process.env.PATH ?? "", ...this.env, PORT: String(this.port) },
