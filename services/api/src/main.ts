@@ -1,6 +1,6 @@
 import { connectDatabase, migrateSchema } from "@commerce/shared/database";
 import { configOrExit, healthcheckIfAsked, onShutdown } from "@commerce/shared/lifecycle";
-import { createLogger } from "@commerce/shared/logger";
+import { createLogger, describeError } from "@commerce/shared/logger";
 import { messageTopology, streamsOf } from "@commerce/shared/messages";
 import { Metrics } from "@commerce/shared/metrics";
 import { ensureConsumer, ensureStream, NatsLink } from "@commerce/shared/nats";
@@ -11,6 +11,7 @@ import { loadConfig } from "./config";
 import { createDatabase, migrations } from "./db";
 import { createTokenVerifier } from "./modules/auth/service";
 import { OrderPaidConsumer } from "./modules/orders/order-paid-consumer";
+import { deleteExpiredIdempotencyKeys } from "./modules/orders/service";
 
 await healthcheckIfAsked(3000);
 const config = configOrExit(() => loadConfig(process.env));
@@ -71,9 +72,18 @@ app.listen({ port: config.port, hostname: "0.0.0.0", maxRequestBodySize: apiBody
 logger.info("api listening", { port: app.server?.port });
 void nats.start().catch((error) => logger.error("nats connect failed", { error: String(error) }));
 relay.start();
+// R2 keeps Idempotency-Keys for 24 hours; older ones are only taking space.
+const keySweeper = setInterval(
+  () =>
+    deleteExpiredIdempotencyKeys(db).catch((error) =>
+      logger.warn("key sweep failed", describeError(error)),
+    ),
+  3_600_000,
+);
 
 onShutdown(logger, [
   ["http", () => app.stop()],
+  ["idempotency key sweeper", () => clearInterval(keySweeper)],
   ["order-paid consumer", () => consumer.stop()],
   ["outbox relay", () => relay.stop()],
   ["nats", () => nats.close()],

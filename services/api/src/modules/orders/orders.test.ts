@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { unique } from "@commerce/shared/testing";
 import { type ApiHarness, problemType, startApi } from "../../../test/harness";
+import { deleteExpiredIdempotencyKeys } from "./service";
 
 let api: ApiHarness;
 let admin: string;
@@ -307,5 +308,25 @@ describe("orders", () => {
     const unchanged = await api.call("GET", path, { token });
     expect(unchanged.json.status).toBe("created");
     expect(await outboxFor(created.json.order_id)).toHaveLength(0);
+  });
+});
+
+describe("idempotency keys over time", () => {
+  test("R2: after 24 hours a key is forgotten: the same key creates a new order and the sweep deletes old keys", async () => {
+    const product = await api.product();
+    const { sub, token } = await api.customer();
+    const headers = { "idempotency-key": unique("key") };
+    const body = { product_id: product.id, qty: 1 };
+    const first = await api.call("POST", "/api/orders", { token, body, headers });
+    await api.sql`update api.idempotency_keys set created_at = now() - interval '25 hours' where customer_id = ${sub}`;
+    const later = await api.call("POST", "/api/orders", { token, body, headers });
+    expect(later.status).toBe(201);
+    expect(later.headers.get("idempotent-replayed")).toBeNull();
+    expect(later.json.order_id).not.toBe(first.json.order_id);
+    await api.sql`update api.idempotency_keys set created_at = now() - interval '25 hours' where customer_id = ${sub}`;
+    await deleteExpiredIdempotencyKeys(api.db);
+    const [{ n }] =
+      await api.sql`select count(*)::int as n from api.idempotency_keys where customer_id = ${sub}`;
+    expect(n).toBe(0);
   });
 });
