@@ -104,6 +104,18 @@ export class OutboxRelay {
           }),
         ),
       );
+      rows.forEach((row, i) => {
+        const result = results[i];
+        // Expected after a crash between ack and mark; otherwise another writer used this id.
+        if (result.status === "fulfilled" && result.value.duplicate)
+          this.options.logger.warn(
+            "outbox message was a duplicate; JetStream kept the earlier one",
+            {
+              subject: row.subject,
+              message_id: row.message_id,
+            },
+          );
+      });
       const acked = rows.filter((_, i) => results[i].status === "fulfilled").map((row) => row.id);
       if (acked.length)
         await tx`update ${tx(schema)}.outbox set published_at = now() where id in ${tx(acked)}`;
