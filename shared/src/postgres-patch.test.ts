@@ -1,0 +1,25 @@
+import { describe, expect, test } from "bun:test";
+import { connectDatabase } from "./database";
+import { eventually, testDatabaseUrl } from "./testing";
+
+describe("postgres.js, as loaded with shared/src/postgres-patch.ts", () => {
+  test("W6, M2: a transaction whose connection dies rejects; the process and the pool carry on (porsager/postgres#1208)", async () => {
+    const sql = connectDatabase(testDatabaseUrl, { max: 2 });
+    const killer = connectDatabase(testDatabaseUrl, { max: 1 });
+    try {
+      let pid: number | undefined;
+      const transaction = sql.begin(async (tx) => {
+        [{ pid }] = await tx`select pg_backend_pid() as pid`;
+        await tx`select pg_sleep(5)`;
+      });
+      await eventually(async () => pid);
+      await killer`select pg_terminate_backend(${pid as number})`;
+      await expect(transaction).rejects.toThrow();
+      // Unpatched, the ROLLBACK's deferred write throws here, outside any promise, and the process dies.
+      await Bun.sleep(100);
+      expect(await sql`select 1 as one`).toEqual([{ one: 1 }]);
+    } finally {
+      await Promise.all([sql.end({ timeout: 1 }), killer.end({ timeout: 1 })]);
+    }
+  });
+});
