@@ -4,12 +4,20 @@ import postgres from "postgres";
 
 export type Sql = postgres.Sql;
 
+/**
+ * Reconnect attempts after a failed one wait 0.1 s, doubling up to 1 s. postgres.js's own back-off
+ * grows to 20 s, and a query waits for its connection's next attempt: during an outage requests
+ * took 13 s to answer 503, and readiness came back 14 s after PostgreSQL did.
+ */
+const reconnectBackoff = (failures: number) => Math.min(0.05 * 2 ** failures, 1);
+
 export function connectDatabase(url: string, { max = 10 }: { max?: number } = {}): Sql {
   return postgres(url, {
     max,
     onnotice: () => {},
     connect_timeout: 5,
     idle_timeout: 60,
+    backoff: reconnectBackoff,
   });
 }
 
