@@ -79,26 +79,31 @@ export class ServiceProcess {
 }
 
 /**
- * Both services as real processes on free ports, against the real PostgreSQL and NATS, with
- * their own NATS names (NATS_PREFIX) so several stacks and test files never share messages.
+ * Both services as real processes on free ports, against the real PostgreSQL and NATS (or the
+ * private ones a fault test passes in), with their own NATS names (NATS_PREFIX) so several stacks
+ * and test files never share messages. `env` adds to or overrides the services' environment.
  */
 export async function startStack({
   start = ["api", "payments"] as ServiceName[],
   natsUrl = testNatsUrl,
+  databaseUrl = testDatabaseUrl,
+  env: extraEnv = {} as Record<string, string>,
 } = {}) {
   const prefix = unique("e");
-  const env = {
-    DATABASE_URL: testDatabaseUrl,
+  const stackEnv = {
+    DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
     NATS_PREFIX: prefix,
     AUTH_JWT_SECRET: jwtSecret,
     PAYMENT_WEBHOOK_SECRETS: webhookSecret,
     RATE_LIMIT_RPS: "0",
     LOG_LEVEL: "warn",
+    ...extraEnv,
   };
-  const api = new ServiceProcess("api", await freePort(), env);
-  const payments = new ServiceProcess("payments", await freePort(), env);
+  const api = new ServiceProcess("api", await freePort(), stackEnv);
+  const payments = new ServiceProcess("payments", await freePort(), stackEnv);
   const services = { api, payments };
+  const replicas: ServiceProcess[] = [];
   for (const name of start) await services[name].start();
   const topology = messageTopology(prefix);
   const nats = new NatsLink(
@@ -107,7 +112,7 @@ export async function startStack({
     createLogger("error", {}, () => {}),
   );
   await nats.start();
-  const sql = postgres(testDatabaseUrl, { max: 4, onnotice: () => {} });
+  const sql = postgres(databaseUrl, { max: 4, onnotice: () => {} });
   const admin = await signToken(unique("admin"), "admin");
   const customer = await signToken(unique("cust"));
 
@@ -122,6 +127,21 @@ export async function startStack({
 
   const orderStatus = async (id: number): Promise<string | undefined> =>
     (await sql`select status from api.orders where id = ${id}`)[0]?.status;
+
+  /** Every orders.paid message JetStream holds for this stack, read in one pass. */
+  const allOrdersPaidMessages = async (): Promise<OrdersPaid[]> => {
+    const jsm = await nats.manager();
+    const { state } = await jsm.streams.info(topology.orders.stream);
+    const found: OrdersPaid[] = [];
+    for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
+      const message = await jsm.streams
+        .getMessage(topology.orders.stream, { seq })
+        .catch(() => undefined);
+      const payload = message?.json<OrdersPaid>();
+      if (payload) found.push(payload);
+    }
+    return found;
+  };
 
   return {
     ...services,
@@ -173,26 +193,26 @@ export async function startStack({
 
     /** The orders.paid messages JetStream holds for one order (R5: there must be exactly one). */
     async ordersPaidMessages(orderId: number): Promise<OrdersPaid[]> {
-      const jsm = await nats.manager();
-      const { state } = await jsm.streams.info(topology.orders.stream);
-      const found: OrdersPaid[] = [];
-      for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
-        const message = await jsm.streams
-          .getMessage(topology.orders.stream, { seq })
-          .catch(() => undefined);
-        const payload = message?.json<OrdersPaid>();
-        if (payload?.order_id === orderId) found.push(payload);
-      }
-      return found;
+      return (await allOrdersPaidMessages()).filter((m) => m.order_id === orderId);
+    },
+
+    allOrdersPaidMessages,
+
+    /** One more process of a service with the stack's settings (plus `env`), e.g. an api replica. */
+    async replica(name: ServiceName, env: Record<string, string> = {}): Promise<ServiceProcess> {
+      const replica = new ServiceProcess(name, await freePort(), { ...stackEnv, ...env });
+      replicas.push(replica);
+      await replica.start();
+      return replica;
     },
 
     async stop() {
-      await Promise.all([api.stop(), payments.stop()]);
+      await Promise.all([api, payments, ...replicas].map((service) => service.stop()));
       const jsm = await nats.manager();
       for (const stream of streamsOf(topology))
         await jsm.streams.delete(stream.name).catch(() => {});
       await nats.close();
-      await sql.end();
+      await sql.end({ timeout: 5 });
     },
   };
 }
