@@ -1,49 +1,102 @@
 /**
- * Time from a notification's 200 to its `orders.paid` message, over N sequential notifications,
- * with both services running as real processes (sources, or binaries with E2E_BINARIES=1).
+ * Time from a notification's 200 to its `orders.paid` message, over N sequential notifications.
+ * `npm run bench` runs it as one of its phases; alone, it starts its own stack (sources, or the
+ * binaries with E2E_BINARIES=1):
  *   npx bun bench/order-paid-latency.ts [N]
  */
 import type { OrdersPaid } from "@commerce/shared/messages";
-import { startStack, succeeded } from "../test/e2e/stack";
+import type { NatsConnection } from "nats";
 
-const count = Number(process.argv[2] ?? 100);
-const stack = await startStack();
-const nc = stack.nats.nc;
-if (!nc) throw new Error("nats is not connected");
+export type PlacedOrder = { order_id: number; amount: number; currency: string };
 
-const arrived = new Map<number, number>();
-const waiting = new Map<number, () => void>();
-const subscription = nc.subscribe(stack.topology.orders.paid);
-void (async () => {
-  for await (const message of subscription) {
-    const { order_id } = message.json<OrdersPaid>();
-    arrived.set(order_id, performance.now());
-    waiting.get(order_id)?.();
+export type LatencyResult = {
+  notifications: number;
+  lost: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+};
+
+export const percentile = (sorted: number[], q: number) =>
+  sorted.length === 0
+    ? Number.NaN
+    : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+
+/**
+ * Pays each order with one `payment.succeeded` notification, one after another, and measures from
+ * the 200 to the `orders.paid` message on `subject` (a plain subscription, as a receipt mailer's
+ * would be). A message that does not come within `timeoutMs` counts as lost.
+ */
+export async function measureOrderPaidLatency({
+  nc,
+  subject,
+  orders,
+  notify,
+  timeoutMs = 10_000,
+}: {
+  nc: NatsConnection;
+  subject: string;
+  orders: PlacedOrder[];
+  notify: (order: PlacedOrder) => Promise<number>;
+  timeoutMs?: number;
+}): Promise<LatencyResult> {
+  const arrived = new Map<number, number>();
+  const waiting = new Map<number, () => void>();
+  const subscription = nc.subscribe(subject);
+  void (async () => {
+    for await (const message of subscription) {
+      const { order_id } = message.json<OrdersPaid>();
+      arrived.set(order_id, performance.now());
+      waiting.get(order_id)?.();
+    }
+  })();
+  await nc.flush();
+
+  const latencies: number[] = [];
+  let lost = 0;
+  for (const order of orders) {
+    let timer: Timer | undefined;
+    const seen = new Promise<boolean>((resolve) => {
+      waiting.set(order.order_id, () => resolve(true));
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const status = await notify(order);
+    const answeredAt = performance.now();
+    if (status !== 200)
+      throw new Error(`notification for order ${order.order_id} answered ${status}`);
+    const came = await seen;
+    clearTimeout(timer);
+    waiting.delete(order.order_id);
+    if (came) latencies.push((arrived.get(order.order_id) ?? answeredAt) - answeredAt);
+    else lost++;
   }
-})();
+  subscription.unsubscribe();
 
-const orders = [];
-for (let i = 0; i < count; i++) orders.push(await stack.newOrder(1000 + i));
-
-const latencies: number[] = [];
-for (const order of orders) {
-  const seen = new Promise<void>((resolve) => waiting.set(order.order_id, resolve));
-  const response = await stack.notify(succeeded(order));
-  const answeredAt = performance.now();
-  if (response.status !== 200) throw new Error(`notification answered ${response.status}`);
-  await seen;
-  latencies.push((arrived.get(order.order_id) ?? answeredAt) - answeredAt);
+  latencies.sort((a, b) => a - b);
+  const round = (ms: number) => Math.round(ms * 100) / 100;
+  return {
+    notifications: orders.length,
+    lost,
+    p50_ms: round(percentile(latencies, 0.5)),
+    p99_ms: round(percentile(latencies, 0.99)),
+    max_ms: round(latencies[latencies.length - 1] ?? Number.NaN),
+  };
 }
 
-latencies.sort((a, b) => a - b);
-const pick = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-console.log(
-  JSON.stringify({
-    notifications: count,
-    p50_ms: +pick(0.5).toFixed(2),
-    p99_ms: +pick(0.99).toFixed(2),
-    max_ms: +latencies[latencies.length - 1].toFixed(2),
-  }),
-);
-subscription.unsubscribe();
-await stack.stop();
+if (import.meta.main) {
+  const { startStack, succeeded } = await import("../test/e2e/stack");
+  const count = Number(process.argv[2] ?? 100);
+  const stack = await startStack();
+  const nc = stack.nats.nc;
+  if (!nc) throw new Error("nats is not connected");
+  const orders: PlacedOrder[] = [];
+  for (let i = 0; i < count; i++) orders.push(await stack.newOrder(1000 + i));
+  const result = await measureOrderPaidLatency({
+    nc,
+    subject: stack.topology.orders.paid,
+    orders,
+    notify: async (order) => (await stack.notify(succeeded(order))).status,
+  });
+  console.log(JSON.stringify(result));
+  await stack.stop();
+}
