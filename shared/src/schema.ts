@@ -49,11 +49,14 @@ declare module "elysia/type-system/types" {
   }
 }
 
-/** Text PostgreSQL can store: a NUL character would fail the insert with a 500. */
+/**
+ * Text PostgreSQL stores as sent: a NUL character would fail the insert with a 500, and a lone
+ * surrogate (`"\ud800"` in JSON) would be stored, and answered, as U+FFFD.
+ */
 export const text = (min: number, max: number, description?: string) =>
   t.String({
     minLength: min,
     maxLength: max,
-    pattern: "^[^\\u0000]*$",
+    pattern: "^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$",
     ...(description ? { description } : {}),
   });
