@@ -49,7 +49,7 @@ function validationProblem(error: ElysiaValidationError): ValidationError {
   const errors: FieldError[] = isFieldError(error.customError) ? [error.customError] : [];
   for (const e of error.all) {
     const path = "path" in e ? e.path : "";
-    if (!path || errors.some((known) => known.path === path)) continue;
+    if (errors.some((known) => known.path === path)) continue;
     errors.push({ path, message: ("summary" in e && e.summary) || e.message });
     if (errors.length >= 20) break;
   }
