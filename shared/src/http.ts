@@ -116,17 +116,30 @@ export function httpPlugin({ logger, metrics }: { logger: Logger; metrics: Metri
     });
 }
 
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
 /**
  * Checks a request body's declared size (413) and media type (415) before anything reads it; the
- * server's own `maxRequestBodySize` stops bodies that lie about their size. Routes then parse with
- * `parse: "json"`, so malformed JSON is a 400.
+ * server's own `maxRequestBodySize` stops bodies that lie about their size. The body is then parsed
+ * here, ahead of the routes' `parse: "json"`: Elysia's parser decodes bytes that are not UTF-8 as
+ * U+FFFD, so a product could be stored with text nobody sent. Malformed JSON, or not UTF-8, is 400.
  */
 export function jsonBodyPlugin({ limitBytes }: { limitBytes: number }) {
-  return new Elysia({ name: "json-body" }).onRequest(({ request }) => {
-    if (!hasBody(request)) return;
-    assertContentLength(request, limitBytes);
-    assertJsonContentType(request.headers.get("content-type"));
-  });
+  return new Elysia({ name: "json-body" })
+    .onRequest(({ request }) => {
+      if (!hasBody(request)) return;
+      assertContentLength(request, limitBytes);
+      assertJsonContentType(request.headers.get("content-type"));
+    })
+    .onParse({ as: "global" }, async ({ request }) => {
+      if (!hasBody(request)) return;
+      const body = await readBodyWithin(request, limitBytes);
+      try {
+        return JSON.parse(utf8.decode(body));
+      } catch {
+        throw new ValidationError("The request body is not valid JSON");
+      }
+    });
 }
 
 export function assertContentLength(request: Request, limitBytes: number): void {
