@@ -105,6 +105,9 @@ function bucketOf(node: ProfileNode, parents: Map<number, ProfileNode>): string 
   if (leaf === "writeBuffered" || leaf === "write") prefix = "socket/file write ← ";
   for (let n: ProfileNode | undefined = node; n; n = parents.get(n.id)) {
     const url = n.callFrame.url;
+    // Elysia compiles each route's handler and hooks with `new Function`: frames named "anonymous".
+    if (url === "" && n.callFrame.functionName === "anonymous")
+      return `${prefix}Elysia (routing, hooks, validation, response)`;
     const found = buckets.find(([, test]) => test(url));
     if (found) return prefix + found[0];
   }

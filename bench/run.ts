@@ -237,7 +237,7 @@ async function main() {
     serviceCommand("payments"),
     paymentsEnv(prefix.webhook),
   );
-  await webhookRound(webhookPayments, "w0", 20_000, 2);
+  await webhookRound(webhookPayments, "w0", 20_000, 4);
   const webhookRuns = [];
   let expectedRate = 5000;
   for (let round = 1; round <= rounds; round++) {
