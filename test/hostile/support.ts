@@ -208,7 +208,7 @@ export const brokenBody = (valid: string, limitBytes: number): fc.Arbitrary<Uint
       .tuple(fc.nat({ max: valid.length }), fc.uint8Array({ minLength: 1, maxLength: 4 }))
       .map(([at, bytes]) => {
         const raw = text(valid);
-        const invalid = bytes.map((b) => 0x80 | b); // continuation bytes with no lead byte
+        const invalid = bytes.map((b) => 0x80 | (b & 0x3f)); // continuation bytes with no lead byte
         return new Uint8Array([...raw.slice(0, at), ...invalid, ...raw.slice(at)]);
       }),
   );
