@@ -123,6 +123,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * server's own `maxRequestBodySize` stops bodies that lie about their size. The body is then parsed
  * here, ahead of the routes' `parse: "json"`: Elysia's parser decodes bytes that are not UTF-8 as
  * U+FFFD, so a product could be stored with text nobody sent. Malformed JSON, or not UTF-8, is 400.
+ * An empty body is left to the route: a DELETE may well carry `Content-Type: application/json`.
  */
 export function jsonBodyPlugin({ limitBytes }: { limitBytes: number }) {
   return new Elysia({ name: "json-body" })
@@ -134,6 +135,7 @@ export function jsonBodyPlugin({ limitBytes }: { limitBytes: number }) {
     .onParse({ as: "global" }, async ({ request }) => {
       if (!hasBody(request)) return;
       const body = await readBodyWithin(request, limitBytes);
+      if (body.byteLength === 0) return;
       try {
         return JSON.parse(utf8.decode(body));
       } catch {

@@ -339,6 +339,17 @@ describe("api: hostile input, property-based", () => {
     );
   });
 
+  test("C3: a DELETE with Content-Type: application/json and no body is not a bad request", async () => {
+    const { id } = await api.product();
+    const headers = { "content-type": "application/json" };
+    await send("PUT", `/api/cart/items/${id}`, { auth: customer, body: '{"qty":1}' });
+    const removed = await send("DELETE", `/api/cart/items/${id}`, { auth: customer, headers });
+    expect(removed.status).toBe(204);
+    const again = await send("DELETE", `/api/cart/items/${id}`, { auth: customer, headers });
+    expect(again.status).toBe(404);
+    await rows.start();
+  });
+
   test("E2: no request pollutes Object.prototype", () => {
     expect(Object.keys(Object.prototype)).toEqual([]);
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
