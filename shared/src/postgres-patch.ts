@@ -21,7 +21,7 @@ const fixes: Array<[string, string]> = [
   ],
 ];
 
-export function patchConnectionSource(source: string, path: string): string {
+function patchConnectionSource(source: string, path: string): string {
   return fixes.reduce((patched, [from, to]) => {
     if (patched.split(from).length !== 2)
       throw new Error(
