@@ -43,6 +43,7 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
         "www-authenticate": bearerChallenge("invalid_token"),
       });
     }
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a subject may not hold
     if (typeof payload.sub !== "string" || !/^[^\u0000-\u001f]{1,255}$/.test(payload.sub))
       throw new UnauthorizedError("The bearer token has no usable subject", {
         "www-authenticate": bearerChallenge("invalid_token"),
