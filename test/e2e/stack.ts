@@ -129,7 +129,7 @@ export async function startStack({
     (await sql`select status from api.orders where id = ${id}`)[0]?.status;
 
   /** Every orders.paid message JetStream holds for this stack, read in one pass. */
-  const allOrdersPaidMessages = async (): Promise<OrdersPaid[]> => {
+  const readOrdersPaid = async (): Promise<OrdersPaid[]> => {
     const jsm = await nats.manager();
     const { state } = await jsm.streams.info(topology.orders.stream);
     const found: OrdersPaid[] = [];
@@ -142,6 +142,9 @@ export async function startStack({
     }
     return found;
   };
+  // Right after a NATS restart the test's own connection may time out a request: read again.
+  const allOrdersPaidMessages = () =>
+    eventually(() => readOrdersPaid().catch(() => undefined), 30_000, "the ORDERS stream");
 
   return {
     ...services,
