@@ -145,3 +145,14 @@ describe("auth: subjects", () => {
     await expect401(`Bearer ${await token({ sub: "a".repeat(256) })}`);
   });
 });
+
+describe("auth: verified tokens", () => {
+  test("A2: a token verified once is refused after its exp", async () => {
+    const verify = createTokenVerifier({ jwtSecret: testSecret });
+    const shortLived = await token({ sub: "dave", exp: Math.floor(Date.now() / 1000) + 2 });
+    expect(await verify(shortLived)).toEqual({ customerId: "dave", admin: false });
+    expect(await verify(shortLived)).toEqual({ customerId: "dave", admin: false });
+    await Bun.sleep(2100);
+    await expect(verify(shortLived)).rejects.toMatchObject({ status: 401 });
+  });
+});

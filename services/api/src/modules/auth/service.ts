@@ -13,6 +13,8 @@ export type Principal = { customerId: string; admin: boolean };
 
 export type TokenVerifier = (token: string) => Promise<Principal>;
 
+const maxVerifiedTokens = 10_000;
+
 export const bearerChallenge = (error?: string) =>
   error ? `Bearer realm="api", error="${error}"` : 'Bearer realm="api"';
 
@@ -34,7 +36,15 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
     throw new Error("no token key configured");
   };
 
+  // A token verified once stays good until its `exp`: checking it again is pure cost (WebCrypto
+  // key import and HMAC on every request). Bounded so a stream of distinct tokens cannot grow it.
+  const verified = new Map<string, { principal: Principal; expiresAt: number }>();
+
   return async (token) => {
+    const known = verified.get(token);
+    if (known && known.expiresAt > Date.now()) return known.principal;
+    if (known) verified.delete(token);
+
     let payload: JWTPayload;
     try {
       payload = await verify(token);
@@ -49,6 +59,9 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
         "www-authenticate": bearerChallenge("invalid_token"),
       });
     const scope = typeof payload.scope === "string" ? payload.scope.split(" ") : [];
-    return { customerId: payload.sub, admin: scope.includes("admin") };
+    const principal = { customerId: payload.sub, admin: scope.includes("admin") };
+    if (verified.size >= maxVerifiedTokens) verified.delete(verified.keys().next().value as string);
+    verified.set(token, { principal, expiresAt: (payload.exp as number) * 1000 });
+    return principal;
   };
 }

@@ -6,7 +6,7 @@ import {
 } from "@commerce/shared/errors";
 import { type OrdersPaid, orderPaidMessageId } from "@commerce/shared/messages";
 import { and, count, desc, eq, lt, sql } from "drizzle-orm";
-import type { Database, Executor } from "../../db";
+import { type Database, type Executor, preparedFor } from "../../db";
 import { idempotencyKeys, orders, outbox, products } from "../../db/schema";
 import type { Principal } from "../auth/service";
 import { type PageRequest, pageOf } from "../products/service";
@@ -28,27 +28,75 @@ export const toOrder = (row: OrderRow): Order => ({
 /** Where `orders.paid` messages go; tests give each run its own subject. */
 export type OrdersPaidSubject = string;
 
+const statementsOf = preparedFor((db) => {
+  const id = sql.placeholder("id");
+  const customerId = sql.placeholder("customerId");
+  const limit = sql.placeholder("limit");
+  const offset = sql.placeholder("offset");
+  const pageColumns = { order: orders, total: sql<number>`count(*) over ()`.mapWith(Number) };
+  return {
+    price: db
+      .select({ price: products.price })
+      .from(products)
+      .where(eq(products.id, sql.placeholder("productId")))
+      .prepare("product_price"),
+    insert: db
+      .insert(orders)
+      .values({
+        customerId,
+        productId: sql.placeholder("productId"),
+        qty: sql.placeholder("qty"),
+        amount: sql.placeholder("amount"),
+        currency: sql.placeholder("currency"),
+      })
+      .returning()
+      .prepare("insert_order"),
+    anyById: db.select().from(orders).where(eq(orders.id, id)).prepare("order_by_id"),
+    ownById: db
+      .select()
+      .from(orders)
+      .where(and(eq(orders.id, id), eq(orders.customerId, customerId)))
+      .prepare("own_order_by_id"),
+    allPage: db
+      .select(pageColumns)
+      .from(orders)
+      .orderBy(desc(orders.id))
+      .limit(limit)
+      .offset(offset)
+      .prepare("orders_page"),
+    ownPage: db
+      .select(pageColumns)
+      .from(orders)
+      .where(eq(orders.customerId, customerId))
+      .orderBy(desc(orders.id))
+      .limit(limit)
+      .offset(offset)
+      .prepare("own_orders_page"),
+    allCount: db.select({ total: count() }).from(orders).prepare("orders_count"),
+    ownCount: db
+      .select({ total: count() })
+      .from(orders)
+      .where(eq(orders.customerId, customerId))
+      .prepare("own_orders_count"),
+  };
+});
+
 export async function createOrder(
   db: Executor,
   customerId: string,
   input: NewOrder,
   currency: string,
 ): Promise<Order> {
-  const [product] = await db
-    .select({ price: products.price })
-    .from(products)
-    .where(eq(products.id, input.product_id));
+  const statements = statementsOf(db);
+  const [product] = await statements.price.execute({ productId: input.product_id });
   if (!product) throw new NotFoundError(`Product ${input.product_id} does not exist`);
-  const [row] = await db
-    .insert(orders)
-    .values({
-      customerId,
-      productId: input.product_id,
-      qty: input.qty,
-      amount: product.price * input.qty,
-      currency,
-    })
-    .returning();
+  const [row] = await statements.insert.execute({
+    customerId,
+    productId: input.product_id,
+    qty: input.qty,
+    amount: product.price * input.qty,
+    currency,
+  });
   return toOrder(row);
 }
 
@@ -135,27 +183,31 @@ export async function createOrderOnce(
 
 /** An order as its caller may see it: own orders, or any for admin (A4); else 404, never 403. */
 export async function getOrder(db: Executor, principal: Principal, id: number): Promise<Order> {
-  const visible = principal.admin
-    ? eq(orders.id, id)
-    : and(eq(orders.id, id), eq(orders.customerId, principal.customerId));
-  const [row] = await db.select().from(orders).where(visible);
+  const statements = statementsOf(db);
+  const [row] = principal.admin
+    ? await statements.anyById.execute({ id })
+    : await statements.ownById.execute({ id, customerId: principal.customerId });
   if (!row) throw new NotFoundError(`Order ${id} does not exist`);
   return toOrder(row);
 }
 
 export async function listOrders(db: Database, principal: Principal, paging: PageRequest) {
-  const where = principal.admin ? undefined : eq(orders.customerId, principal.customerId);
-  const [rows, [{ total }]] = await Promise.all([
-    db
-      .select()
-      .from(orders)
-      .where(where)
-      .orderBy(desc(orders.id))
-      .limit(paging.perPage)
-      .offset((paging.page - 1) * paging.perPage),
-    db.select({ total: count() }).from(orders).where(where),
-  ]);
-  return pageOf(rows.map(toOrder), total, paging);
+  const statements = statementsOf(db);
+  const window = {
+    customerId: principal.customerId,
+    limit: paging.perPage,
+    offset: (paging.page - 1) * paging.perPage,
+  };
+  const rows = await (principal.admin ? statements.allPage : statements.ownPage).execute(window);
+  // A page past the end has no rows to carry the count.
+  const total =
+    rows[0]?.total ??
+    (await (principal.admin ? statements.allCount : statements.ownCount).execute(window))[0].total;
+  return pageOf(
+    rows.map((row) => toOrder(row.order)),
+    total,
+    paging,
+  );
 }
 
 /**

@@ -1,6 +1,6 @@
 import { NotFoundError } from "@commerce/shared/errors";
-import { asc, count, eq } from "drizzle-orm";
-import type { Database } from "../../db";
+import { asc, count, eq, sql } from "drizzle-orm";
+import { type Database, preparedFor } from "../../db";
 import { products } from "../../db/schema";
 import type { NewProduct, Product, ProductChange } from "./model";
 
@@ -17,27 +17,59 @@ export function pageOf<T>(items: T[], total: number, { page, perPage }: PageRequ
   return { items, page, pages: Math.ceil(total / perPage), per_page: perPage, total };
 }
 
+/** The catalog's hot reads, prepared. */
+const readsOf = preparedFor((db) => {
+  const id = sql.placeholder("id");
+  const category = sql.placeholder("category");
+  const limit = sql.placeholder("limit");
+  const offset = sql.placeholder("offset");
+  // One query per page: the window count comes with the rows.
+  const pageColumns = { ...columns, total: sql<number>`count(*) over ()`.mapWith(Number) };
+  return {
+    byId: db.select(columns).from(products).where(eq(products.id, id)).prepare("product_by_id"),
+    page: db
+      .select(pageColumns)
+      .from(products)
+      .orderBy(asc(products.id))
+      .limit(limit)
+      .offset(offset)
+      .prepare("products_page"),
+    categoryPage: db
+      .select(pageColumns)
+      .from(products)
+      .where(eq(products.category, category))
+      .orderBy(asc(products.id))
+      .limit(limit)
+      .offset(offset)
+      .prepare("products_category_page"),
+    count: db.select({ total: count() }).from(products).prepare("products_count"),
+    categoryCount: db
+      .select({ total: count() })
+      .from(products)
+      .where(eq(products.category, category))
+      .prepare("products_category_count"),
+  };
+});
+
 export async function listProducts(
   db: Database,
   category: string | undefined,
   paging: PageRequest,
 ) {
-  const where = category === undefined ? undefined : eq(products.category, category);
-  const [items, [{ total }]] = await Promise.all([
-    db
-      .select(columns)
-      .from(products)
-      .where(where)
-      .orderBy(asc(products.id))
-      .limit(paging.perPage)
-      .offset((paging.page - 1) * paging.perPage),
-    db.select({ total: count() }).from(products).where(where),
-  ]);
+  const reads = readsOf(db);
+  const window = { category, limit: paging.perPage, offset: (paging.page - 1) * paging.perPage };
+  const rows = await (category === undefined ? reads.page : reads.categoryPage).execute(window);
+  // A page past the end has no rows to carry the count.
+  const total =
+    rows[0]?.total ??
+    (await (category === undefined ? reads.count : reads.categoryCount).execute({ category }))[0]
+      .total;
+  const items = rows.map(({ total: _, ...product }) => product);
   return pageOf(items, total, paging);
 }
 
 export async function getProduct(db: Database, id: number): Promise<Product> {
-  const [product] = await db.select(columns).from(products).where(eq(products.id, id));
+  const [product] = await readsOf(db).byId.execute({ id });
   if (!product) throw new NotFoundError(`Product ${id} does not exist`);
   return product;
 }
