@@ -3,7 +3,6 @@
  * included), with one cost switched off or changed, for bench/profile.ts. BENCH_VARIANT is a
  * comma-separated list of:
  *   nolog     LOG_LEVEL=warn: no request or notification log lines
- *   prepared  drizzle's queries sent as named prepared statements (one round trip, no re-parse)
  *   pool=N    N database connections instead of 10
  */
 import { connectDatabase } from "@commerce/shared/database";
@@ -15,8 +14,6 @@ import { OutboxRelay } from "@commerce/shared/outbox";
 import { RateLimiter } from "@commerce/shared/rate-limit";
 import { createApp } from "../services/payments/src/app";
 import { loadConfig } from "../services/payments/src/config";
-import { createDatabase } from "../services/payments/src/db";
-import { preparing } from "./prepared";
 
 const switches = new Set((process.env.BENCH_VARIANT ?? "").split(",").filter(Boolean));
 const pool = Number([...switches].find((s) => s.startsWith("pool="))?.slice(5) ?? 10);
@@ -26,7 +23,6 @@ const logger = createLogger(switches.has("nolog") ? "warn" : config.logLevel, {
 });
 const topology = messageTopology(config.natsPrefix);
 const sql = connectDatabase(config.databaseUrl, { max: pool });
-const db = createDatabase(switches.has("prepared") ? preparing(sql) : sql);
 
 const nats = new NatsLink(config.natsUrl, "payments", logger, async (link) => {
   const jsm = await link.manager();
@@ -42,7 +38,6 @@ const relay = new OutboxRelay({
 });
 const app = createApp({
   sql,
-  db,
   webhook: config.webhook,
   rateLimiter: new RateLimiter(config.rateLimit),
   trustProxy: config.trustProxy,

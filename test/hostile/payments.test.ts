@@ -4,7 +4,7 @@ import { messageTopology } from "@commerce/shared/messages";
 import { signPayload } from "@commerce/shared/signature";
 import { unique } from "@commerce/shared/testing";
 import fc from "fast-check";
-import { createDatabase, migrations } from "../../services/payments/src/db";
+import { migrations } from "../../services/payments/src/db";
 import { secret, testApp } from "../../services/payments/test/support";
 import {
   brokenBody,
@@ -28,7 +28,6 @@ beforeAll(async () => {
   await migrateSchema(database.sql, { schema: "payments", migrations });
   const context = {
     sql: database.sql,
-    db: createDatabase(database.sql),
     topology: messageTopology(unique("h")),
   };
   app = testApp(context);

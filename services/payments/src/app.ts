@@ -7,13 +7,11 @@ import { openapiDocs } from "@commerce/shared/openapi";
 import { opsRoutes, type ReadinessCheck } from "@commerce/shared/ops";
 import type { RateLimiter } from "@commerce/shared/rate-limit";
 import { Elysia } from "elysia";
-import type { Database } from "./db";
 import { notificationsController } from "./modules/notifications";
 import type { WebhookSettings } from "./modules/notifications/service";
 
 export type PaymentsDeps = {
   sql: Sql;
-  db: Database;
   webhook: WebhookSettings;
   /** Requests per source IP (429 past the budget). */
   rateLimiter: RateLimiter;

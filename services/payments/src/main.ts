@@ -8,7 +8,7 @@ import { OutboxRelay } from "@commerce/shared/outbox";
 import { RateLimiter } from "@commerce/shared/rate-limit";
 import { createApp } from "./app";
 import { loadConfig } from "./config";
-import { createDatabase, migrations } from "./db";
+import { migrations } from "./db";
 
 await healthcheckIfAsked(3001);
 const config = configOrExit(() => loadConfig(process.env));
@@ -18,7 +18,6 @@ const topology = messageTopology(config.natsPrefix);
 
 const sql = connectDatabase(config.databaseUrl);
 await migrateSchema(sql, { schema: "payments", migrations });
-const db = createDatabase(sql);
 
 const nats = new NatsLink(config.natsUrl, "payments", logger, async (link) => {
   const jsm = await link.manager();
@@ -38,7 +37,6 @@ metrics.gauge("outbox_backlog", "Outbox rows not yet published to JetStream", ()
 
 const app = createApp({
   sql,
-  db,
   webhook: config.webhook,
   rateLimiter: new RateLimiter(config.rateLimit),
   trustProxy: config.trustProxy,

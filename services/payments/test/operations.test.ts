@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/database";
-import { createDatabase } from "../src/db";
 import {
   closeTestContext,
   jsonOf,
@@ -45,7 +44,7 @@ describe("operations", () => {
 
   test("O2: /ready is 503 problem when the database is down", async () => {
     const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
-    const app = testApp({ ...context, sql: deadSql, db: createDatabase(deadSql) });
+    const app = testApp({ ...context, sql: deadSql });
     const response = await get(app, "/ready");
     expect(response.status).toBe(503);
     expect((await jsonOf(response)).detail).toContain("database");

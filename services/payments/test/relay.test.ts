@@ -5,7 +5,6 @@ import { ensureStream, NatsLink } from "@commerce/shared/nats";
 import { OutboxRelay } from "@commerce/shared/outbox";
 import { eventually, testNatsUrl } from "@commerce/shared/testing";
 import type { JetStreamManager } from "nats";
-import { createDatabase } from "../src/db";
 import {
   closeTestContext,
   collectingLogger,
@@ -165,7 +164,7 @@ describe("database down", () => {
   test("W6: with the database down a notification answers 503 problem, so the provider retries", async () => {
     const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
     const { logger, lines } = collectingLogger();
-    const app = testApp({ ...context, sql: deadSql, db: createDatabase(deadSql) }, { logger });
+    const app = testApp({ ...context, sql: deadSql }, { logger });
     const response = await app.handle(notificationRequest(paymentSucceeded(uniqueOrderId())));
     expect(response.status).toBe(503);
     expect(response.headers.get("content-type")).toBe("application/problem+json");

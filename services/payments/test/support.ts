@@ -6,10 +6,10 @@ import { RateLimiter } from "@commerce/shared/rate-limit";
 import { signPayload } from "@commerce/shared/signature";
 import { testDatabaseUrl, unique } from "@commerce/shared/testing";
 import { createApp, type PaymentsDeps } from "../src/app";
-import { createDatabase, type Database, migrations } from "../src/db";
+import { migrations } from "../src/db";
 
 /** What a test file shares: a migrated database and its own message subjects. */
-export type TestContext = { sql: Sql; db: Database; topology: MessageTopology };
+export type TestContext = { sql: Sql; topology: MessageTopology };
 
 export const secret = "whsec_test_secret_for_payments";
 export const webhookUrl = "http://localhost/api/webhooks/payment";
@@ -17,7 +17,7 @@ export const webhookUrl = "http://localhost/api/webhooks/payment";
 export async function openTestContext(): Promise<TestContext> {
   const sql = connectDatabase(testDatabaseUrl, { max: 20 });
   await migrateSchema(sql, { schema: "payments", migrations });
-  return { sql, db: createDatabase(sql), topology: messageTopology(unique("t")) };
+  return { sql, topology: messageTopology(unique("t")) };
 }
 
 /** Removes this file's outbox rows, so no relay keeps retrying subjects without a stream. */
@@ -37,7 +37,6 @@ export function collectingLogger(): { logger: Logger; lines: Record<string, unkn
 export function testApp(context: TestContext, overrides: Partial<PaymentsDeps> = {}) {
   return createApp({
     sql: context.sql,
-    db: context.db,
     webhook: { secrets: [secret], toleranceSeconds: 300 },
     rateLimiter: new RateLimiter({ ratePerSecond: 0, burst: 0 }),
     trustProxy: false,

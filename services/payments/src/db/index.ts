@@ -1,9 +1,2 @@
-import type { Sql } from "@commerce/shared/database";
-import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
-import * as schema from "./schema";
-
-export type Database = PostgresJsDatabase<typeof schema>;
-
-export const createDatabase = (sql: Sql): Database => drizzle(sql, { schema });
-
+// The schema (./schema.ts) is drizzle-kit's input; the service queries with postgres.js.
 export { default as migrations } from "../../drizzle/migrations.json";

@@ -50,7 +50,7 @@ type NotificationLog = {
  * size, media type, rate limit, signature, schema; only then does it touch the database.
  */
 export function notificationsController(deps: PaymentsDeps) {
-  const { db, logger, metrics, topology, webhook, rateLimiter, outboxWritten } = deps;
+  const { sql, logger, metrics, topology, webhook, rateLimiter, outboxWritten } = deps;
   const counted = metrics.counter(
     "notifications_total",
     "Payment notifications by outcome (accepted, duplicate, rejected, failed) and reason",
@@ -88,7 +88,7 @@ export function notificationsController(deps: PaymentsDeps) {
           event: notification.event,
           order_id: notification.order_id,
         });
-        const stored = await storeNotification(db, {
+        const stored = await storeNotification(sql, {
           id,
           notification,
           rawBody: text,
