@@ -136,12 +136,35 @@ export function jsonBodyPlugin({ limitBytes }: { limitBytes: number }) {
       if (!hasBody(request)) return;
       const body = await readBodyWithin(request, limitBytes);
       if (body.byteLength === 0) return;
+      let value: unknown;
       try {
-        return JSON.parse(utf8.decode(body));
+        value = JSON.parse(utf8.decode(body));
       } catch {
         throw new ValidationError("The request body is not valid JSON");
       }
+      assertPrintable(value);
+      return value;
     });
+}
+
+const maxJsonDepth = 32;
+
+/**
+ * Elysia writes the offending value into its validation messages: a value whose own `toString`
+ * member is not a function, or arrays nested thousands deep, cannot be turned into text, and a
+ * product named `{"toString": {}}` was a 500. No request body comes near either, so both are 400.
+ */
+function assertPrintable(value: unknown): void {
+  const pending: Array<[unknown, number]> = [[value, 1]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [node, depth] = next;
+    if (typeof node !== "object" || node === null) continue;
+    if (depth > maxJsonDepth)
+      throw new ValidationError(`The request body is nested deeper than ${maxJsonDepth} levels`);
+    if (Object.hasOwn(node, "toString"))
+      throw new ValidationError("The request body has a member named toString");
+    for (const member of Object.values(node)) pending.push([member, depth + 1]);
+  }
 }
 
 export function assertContentLength(request: Request, limitBytes: number): void {
