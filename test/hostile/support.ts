@@ -136,7 +136,10 @@ export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   { depthSize: "small" },
   hostileNumber,
   hostileString,
-  fc.constantFrom(null, true, false, [], {}),
+  fc.constantFrom(null, true, false, [], {}, { toString: {} }, { valueOf: 1, toString: "x" }),
+  fc
+    .integer({ min: 30, max: 2000 })
+    .map((depth) => JSON.parse(`${"[".repeat(depth)}${"]".repeat(depth)}`)),
   fc.jsonValue({ maxDepth: 3 }),
 );
 
