@@ -93,16 +93,18 @@ app.get("/api/products", async (req, res) => {
     return problem(res, 400, "Bad Request", "The request query string is invalid");
   const where = category === undefined ? "" : ' where "api"."products"."category" = $1';
   const params = category === undefined ? [] : [category];
-  const [items, count] = await Promise.all([
-    pool.query(
-      `select "id", "name", "price", "category" from "api"."products"${where} order by "api"."products"."id" asc limit ${perPage} offset ${(page - 1) * perPage}`,
-      params,
-    ),
-    pool.query(`select count(*) from "api"."products"${where}`, params),
-  ]);
-  const total = Number(count.rows[0].count);
+  // The api's SQL: one query with a window count; a page past the end counts separately.
+  const rows = await pool.query(
+    `select "id", "name", "price", "category", count(*) over ()::int as total from "api"."products"${where} order by "api"."products"."id" asc limit ${perPage} offset ${(page - 1) * perPage}`,
+    params,
+  );
+  const total =
+    rows.rows[0]?.total ??
+    Number(
+      (await pool.query(`select count(*) from "api"."products"${where}`, params)).rows[0].count,
+    );
   res.json({
-    items: items.rows,
+    items: rows.rows.map(({ total: _, ...product }) => product),
     page,
     pages: Math.ceil(total / perPage),
     per_page: perPage,

@@ -36,10 +36,15 @@ const server = Bun.serve({
       const perPage = positive(query.get("per_page"), 20);
       if (category === null || page === undefined || perPage === undefined || perPage > 100)
         return Response.json({}, { status: 400 });
-      const [items, [{ total }]] = await Promise.all([
-        sql`select "id", "name", "price", "category" from "api"."products" where "api"."products"."category" = ${category} order by "api"."products"."id" asc limit ${perPage} offset ${(page - 1) * perPage}`,
-        sql`select count(*)::int as total from "api"."products" where "api"."products"."category" = ${category}`,
-      ]);
+      // The api's SQL: one query with a window count; a page past the end counts separately.
+      const rows =
+        await sql`select "id", "name", "price", "category", count(*) over ()::int as total from "api"."products" where "api"."products"."category" = ${category} order by "api"."products"."id" asc limit ${perPage} offset ${(page - 1) * perPage}`;
+      const total =
+        rows[0]?.total ??
+        (
+          await sql`select count(*)::int as total from "api"."products" where "api"."products"."category" = ${category}`
+        )[0].total;
+      const items = rows.map(({ total: _, ...product }) => product);
       return Response.json({
         items,
         page,
