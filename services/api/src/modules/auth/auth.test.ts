@@ -48,9 +48,13 @@ describe("auth", () => {
     await expect401("bearer");
   });
 
-  test("A2: a valid HS256 token is accepted", async () => {
+  test("A2: a valid HS256 token is accepted, whatever the case of the scheme name", async () => {
     const res = await api.call("GET", "/api/cart", { token: await token({ sub: "alice" }) });
     expect(res.status).toBe(200);
+    const lower = await api.call("GET", "/api/cart", {
+      headers: { authorization: `bearer ${await token({ sub: "alice" })}` },
+    });
+    expect(lower.status).toBe(200);
   });
 
   test("A2: alg none, wrong key, wrong algorithm, expired, missing exp, future nbf are 401", async () => {

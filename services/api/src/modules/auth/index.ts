@@ -16,7 +16,7 @@ export function auth(verify: TokenVerifier, limiter?: RateLimiter) {
     .onRequest(async ({ request }) => {
       if (!new URL(request.url).pathname.startsWith("/api/")) return;
       const header = request.headers.get("authorization");
-      const match = header?.match(/^Bearer ([A-Za-z0-9._~+/=-]+)$/);
+      const match = header?.match(/^Bearer ([A-Za-z0-9._~+/=-]+)$/i);
       if (!match)
         throw new UnauthorizedError("An Authorization: Bearer token is required", {
           "www-authenticate": bearerChallenge(),
