@@ -1,6 +1,7 @@
 import type { JetStreamClient } from "nats";
 import type { Sql } from "./database";
 import { describeError, type Logger } from "./logger";
+import type { Metrics } from "./metrics";
 
 type OutboxRow = { id: number; subject: string; message_id: string; payload: unknown };
 
@@ -12,6 +13,8 @@ export type OutboxRelayOptions = {
   subjects: string[];
   jetstream: () => JetStreamClient | undefined;
   logger: Logger;
+  /** Where to report the backlog (`outbox_backlog`). */
+  metrics?: Metrics;
   intervalMs?: number;
   batchSize?: number;
 };
@@ -36,6 +39,9 @@ export class OutboxRelay {
   constructor(private readonly options: OutboxRelayOptions) {
     this.intervalMs = options.intervalMs ?? 1000;
     this.batchSize = options.batchSize ?? 100;
+    options.metrics?.gauge("outbox_backlog", "Outbox rows not yet published to JetStream", () =>
+      this.backlog(),
+    );
   }
 
   start(): void {

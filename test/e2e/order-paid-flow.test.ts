@@ -31,6 +31,23 @@ describe("order paid, end to end over NATS JetStream", () => {
     });
   });
 
+  test("O3: metrics show the outbox backlog, notifications by outcome and messages applied", async () => {
+    const order = await stack.newOrder();
+    await stack.notify(succeeded(order));
+    await stack.paid(order.order_id);
+    const payments = await eventually(async () => {
+      const text = await (await fetch(`${stack.payments.url}/metrics`)).text();
+      return /^outbox_backlog 0$/m.test(text) ? text : undefined;
+    });
+    expect(payments).toMatch(/notifications_total\{outcome="accepted",reason="none"\} [1-9]/);
+    const api = await eventually(async () => {
+      const text = await (await fetch(`${stack.api.url}/metrics`)).text();
+      return /^outbox_backlog 0$/m.test(text) ? text : undefined;
+    });
+    expect(api).toMatch(/order_paid_messages_total\{outcome="paid"\} [1-9]/);
+    expect(api).toMatch(/^order_paid_consumer_lag \d+$/m);
+  });
+
   test("W2: forged, stale, future, tampered and unsigned notifications are 401 and change nothing", async () => {
     const order = await stack.newOrder();
     const body = succeeded(order);

@@ -41,10 +41,8 @@ const relay = new OutboxRelay({
   subjects: [topology.orders.paid],
   jetstream: () => nats.jetstream(),
   logger,
+  metrics,
 });
-metrics.gauge("outbox_backlog", "Outbox rows not yet published to JetStream", () =>
-  relay.backlog(),
-);
 
 const consumer = new OrderPaidConsumer({
   db,

@@ -30,10 +30,8 @@ const relay = new OutboxRelay({
   subjects: [topology.payments.orderPaid],
   jetstream: () => nats.jetstream(),
   logger,
+  metrics,
 });
-metrics.gauge("outbox_backlog", "Outbox rows not yet published to JetStream", () =>
-  relay.backlog(),
-);
 
 const app = createApp({
   sql,
