@@ -118,6 +118,16 @@ export function httpPlugin({ logger, metrics }: { logger: Logger; metrics: Metri
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/** Strict JSON from raw bytes: undefined unless they are UTF-8 and JSON (no U+FFFD substitutes). */
+export function parseJsonBytes(bytes: Uint8Array): { text: string; value: unknown } | undefined {
+  try {
+    const text = utf8.decode(bytes);
+    return { text, value: JSON.parse(text) };
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Checks a request body's declared size (413) and media type (415) before anything reads it; the
  * server's own `maxRequestBodySize` stops bodies that lie about their size. The body is then parsed
@@ -136,14 +146,10 @@ export function jsonBodyPlugin({ limitBytes }: { limitBytes: number }) {
       if (!hasBody(request)) return;
       const body = await readBodyWithin(request, limitBytes);
       if (body.byteLength === 0) return;
-      let value: unknown;
-      try {
-        value = JSON.parse(utf8.decode(body));
-      } catch {
-        throw new ValidationError("The request body is not valid JSON");
-      }
-      assertPrintable(value);
-      return value;
+      const parsed = parseJsonBytes(body);
+      if (!parsed) throw new ValidationError("The request body is not valid JSON");
+      assertPrintable(parsed.value);
+      return parsed.value;
     });
 }
 

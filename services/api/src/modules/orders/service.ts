@@ -9,7 +9,7 @@ import { and, count, desc, eq, lt, sql } from "drizzle-orm";
 import { type Database, type Executor, preparedFor } from "../../db";
 import { idempotencyKeys, orders, outbox, products } from "../../db/schema";
 import type { Principal } from "../auth/service";
-import { type PageRequest, pageOf } from "../products/service";
+import { type PageRequest, pageFromWindow } from "../products/service";
 import type { NewOrder, Order } from "./model";
 
 type OrderRow = typeof orders.$inferSelect;
@@ -199,14 +199,11 @@ export async function listOrders(db: Database, principal: Principal, paging: Pag
     offset: (paging.page - 1) * paging.perPage,
   };
   const rows = await (principal.admin ? statements.allPage : statements.ownPage).execute(window);
-  // A page past the end has no rows to carry the count.
-  const total =
-    rows[0]?.total ??
-    (await (principal.admin ? statements.allCount : statements.ownCount).execute(window))[0].total;
-  return pageOf(
-    rows.map((row) => toOrder(row.order)),
-    total,
+  return pageFromWindow(
+    rows,
+    () => (principal.admin ? statements.allCount : statements.ownCount).execute(window),
     paging,
+    (row) => toOrder(row.order),
   );
 }
 

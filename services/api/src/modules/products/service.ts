@@ -17,6 +17,20 @@ export function pageOf<T>(items: T[], total: number, { page, perPage }: PageRequ
   return { items, page, pages: Math.ceil(total / perPage), per_page: perPage, total };
 }
 
+/**
+ * A page read with `count(*) over ()`: its rows carry the total, except a page past the end,
+ * which has no rows to carry it, so `countAll` is asked instead.
+ */
+export async function pageFromWindow<Row extends { total: number }, Item>(
+  rows: Row[],
+  countAll: () => Promise<{ total: number }[]>,
+  paging: PageRequest,
+  toItem: (row: Row) => Item,
+) {
+  const total = rows[0]?.total ?? (await countAll())[0].total;
+  return pageOf(rows.map(toItem), total, paging);
+}
+
 /** The catalog's hot reads, prepared. */
 const readsOf = preparedFor((db) => {
   const id = sql.placeholder("id");
@@ -59,13 +73,12 @@ export async function listProducts(
   const reads = readsOf(db);
   const window = { category, limit: paging.perPage, offset: (paging.page - 1) * paging.perPage };
   const rows = await (category === undefined ? reads.page : reads.categoryPage).execute(window);
-  // A page past the end has no rows to carry the count.
-  const total =
-    rows[0]?.total ??
-    (await (category === undefined ? reads.count : reads.categoryCount).execute({ category }))[0]
-      .total;
-  const items = rows.map(({ total: _, ...product }) => product);
-  return pageOf(items, total, paging);
+  return pageFromWindow(
+    rows,
+    () => (category === undefined ? reads.count : reads.categoryCount).execute({ category }),
+    paging,
+    ({ total: _, ...product }) => product,
+  );
 }
 
 export async function getProduct(db: Database, id: number): Promise<Product> {

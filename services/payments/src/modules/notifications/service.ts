@@ -1,5 +1,6 @@
 import type { Sql } from "@commerce/shared/database";
 import { type FieldError, UnauthorizedError, ValidationError } from "@commerce/shared/errors";
+import { parseJsonBytes } from "@commerce/shared/http";
 import { type SignatureRejection, verifySignature } from "@commerce/shared/signature";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { type PaymentNotification, paymentNotification } from "./model";
@@ -59,14 +60,10 @@ export function parseNotification(rawBody: Uint8Array): {
   notification: PaymentNotification;
   text: string;
 } {
-  let text: string;
-  let data: unknown;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(rawBody);
-    data = JSON.parse(text);
-  } catch {
+  const parsed = parseJsonBytes(rawBody);
+  if (!parsed)
     throw new InvalidNotificationError("invalid_json", "The request body is not valid JSON");
-  }
+  const { text, value: data } = parsed;
   if (typeof data !== "object" || data === null || Array.isArray(data))
     throw new InvalidNotificationError("invalid_schema", "The request body is invalid", [
       { path: "", message: "The body must be a JSON object" },
