@@ -1,13 +1,13 @@
 /**
- * What bench/run.ts and bench/profile.ts share: launching services with their output in files,
+ * What bench/run.ts uses: launching services with their output in files,
  * the bench catalog and the data files the wrk scripts read, wrk runs with CPU accounting.
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { signPayload } from "@commerce/shared/signature";
+import { freePort, jwtSecret, signToken, webhookSecret } from "@commerce/testing/basics";
 import type { Subprocess } from "bun";
 import type postgres from "postgres";
-import { freePort, jwtSecret, signToken, webhookSecret } from "../test/e2e/stack";
 
 export const root = new URL("..", import.meta.url).pathname;
 export const databaseUrl = process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test";
@@ -164,20 +164,6 @@ export function cpuTicks(pid: number): number {
   } catch {
     return 0;
   }
-}
-
-/** CPU ticks of each thread of a process, summed by thread name (JIT and GC threads, ...). */
-export function threadTicks(pid: number): Map<string, number> {
-  const byName = new Map<string, number>();
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const name = readFileSync(`/proc/${pid}/task/${task}/comm`, "utf8").trim();
-      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      byName.set(name, (byName.get(name) ?? 0) + Number(fields[11]) + Number(fields[12]));
-    } catch {}
-  }
-  return byName;
 }
 
 /** The PostgreSQL server under test: its postmaster and every process it started. */

@@ -84,7 +84,7 @@ export async function measureOrderPaidLatency({
 }
 
 if (import.meta.main) {
-  const { startStack, succeeded } = await import("../test/e2e/stack");
+  const { startStack, succeeded } = await import("@commerce/testing/processes");
   const count = Number(process.argv[2] ?? 100);
   const stack = await startStack();
   const nc = stack.nats.nc;

@@ -12,14 +12,25 @@ export function configOrExit<T>(load: () => T): T {
   }
 }
 
-/**
- * Graceful shutdown (O7): on SIGTERM or SIGINT run the steps in order (stop accepting, finish
- * in-flight work, drain NATS, close the database) and exit 0; exit 1 if they take over 10 s.
- */
-export function onShutdown(
+/** Runs shutdown steps in order; a step that fails is logged and the next one still runs. */
+export async function runSteps(
   logger: Logger,
   steps: Array<[string, () => Promise<unknown> | unknown]>,
-): void {
+): Promise<void> {
+  for (const [name, step] of steps) {
+    try {
+      await step();
+    } catch (error) {
+      logger.warn(`shutdown step failed: ${name}`, describeError(error));
+    }
+  }
+}
+
+/**
+ * Graceful shutdown (O7): on SIGTERM or SIGINT run `stop` (stop accepting, finish in-flight
+ * work, drain NATS, close the database) and exit 0; exit 1 if it takes over 10 s.
+ */
+export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -29,13 +40,7 @@ export function onShutdown(
       logger.error("shutdown took longer than 10 s; exiting");
       process.exit(1);
     }, 9_500);
-    for (const [name, step] of steps) {
-      try {
-        await step();
-      } catch (error) {
-        logger.warn(`shutdown step failed: ${name}`, describeError(error));
-      }
-    }
+    await stop();
     clearTimeout(deadline);
     logger.info("stopped");
     process.exit(0);

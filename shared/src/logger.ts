@@ -13,11 +13,16 @@ export type Logger = {
   child(fields: LogFields): Logger;
 };
 
-/** One JSON object per line on stdout (O6); `write` is injectable so tests can read the lines. */
+/** Where a logger writes its lines. */
+export type LogSink = (line: string) => void;
+
+const stdout: LogSink = (line) => process.stdout.write(line);
+
+/** One JSON object per line on stdout (O6); the sink is injectable so tests can read the lines. */
 export function createLogger(
   level: LogLevel = "info",
   base: LogFields = {},
-  write: (line: string) => void = (line) => process.stdout.write(line),
+  write: LogSink = stdout,
 ): Logger {
   const min = rank[level];
   const log = (lvl: LogLevel, msg: string, fields?: LogFields) => {

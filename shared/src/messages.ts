@@ -1,6 +1,9 @@
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+
 /**
- * What the two services agree on over NATS JetStream (CONTRACT section 9): streams, subjects,
- * consumer name, payloads and message ids. A prefix gives tests their own streams.
+ * What the two services agree on over NATS JetStream (docs/behaviour.md, "Messages"): streams,
+ * subjects, consumer name, payloads and message ids. A prefix gives tests their own streams.
  */
 export function messageTopology(prefix = "") {
   const p = prefix ? `${prefix.toLowerCase()}.` : "";
@@ -22,51 +25,41 @@ export function messageTopology(prefix = "") {
 
 export type MessageTopology = ReturnType<typeof messageTopology>;
 
+const id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+const amount = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+const currency = Type.String({ pattern: "^[A-Z]{3}$" });
+const timestamp = Type.String({ minLength: 1, description: "ISO 8601, UTC" });
+
 /** M1: published by payments for each accepted `payment.succeeded` notification. */
-export type PaymentOrderPaid = {
-  notification_id: string;
-  order_id: number;
-  amount: number;
-  currency: string;
-  received_at: string;
-};
+export const paymentOrderPaid = Type.Object({
+  notification_id: Type.String({ minLength: 1, maxLength: 255 }),
+  order_id: id,
+  amount,
+  currency,
+  received_at: timestamp,
+});
+export type PaymentOrderPaid = Static<typeof paymentOrderPaid>;
 
 /** M3: published by the api for each `created -> paid` move, whatever caused it (R5). */
-export type OrdersPaid = {
-  order_id: number;
-  amount: number;
-  currency: string;
-  paid_at: string;
-  source: "webhook" | "manual";
-};
+export const ordersPaid = Type.Object({
+  order_id: id,
+  amount,
+  currency,
+  paid_at: timestamp,
+  source: Type.Union([Type.Literal("webhook"), Type.Literal("manual")]),
+});
+export type OrdersPaid = Static<typeof ordersPaid>;
 
 export const orderPaidMessageId = (orderId: number) => `order-paid-${orderId}`;
 
-const isInt = (v: unknown): v is number => Number.isSafeInteger(v);
-
-/** Checks a consumed payload's shape; anything else is a poison message, not a retry. */
-export function parsePaymentOrderPaid(data: unknown): PaymentOrderPaid | undefined {
-  if (typeof data !== "object" || data === null) return undefined;
-  const m = data as Record<string, unknown>;
-  if (
-    typeof m.notification_id === "string" &&
-    m.notification_id.length > 0 &&
-    isInt(m.order_id) &&
-    m.order_id > 0 &&
-    isInt(m.amount) &&
-    m.amount >= 0 &&
-    typeof m.currency === "string" &&
-    typeof m.received_at === "string"
-  )
-    return {
-      notification_id: m.notification_id,
-      order_id: m.order_id,
-      amount: m.amount,
-      currency: m.currency,
-      received_at: m.received_at,
-    };
-  return undefined;
+/** A compiled check of one message schema: the payload typed, or undefined (a poison message). */
+function messageParser<T extends TSchema>(schema: T) {
+  const check = TypeCompiler.Compile(schema);
+  return (data: unknown): Static<T> | undefined => (check.Check(data) ? data : undefined);
 }
+
+export const parsePaymentOrderPaid = messageParser(paymentOrderPaid);
+export const parseOrdersPaid = messageParser(ordersPaid);
 
 /** Both services declare both streams identically, so whichever starts first creates them. */
 export const streamsOf = (topology: MessageTopology) => [

@@ -1,12 +1,12 @@
 import { openapi } from "@elysiajs/openapi";
+import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
-import { integer } from "./schema";
 
 export const problemSchema = t.Object(
   {
     type: t.String(),
     title: t.String(),
-    status: integer(),
+    status: Type.Integer(),
     detail: t.String(),
     errors: t.Optional(t.Array(t.Object({ path: t.String(), message: t.String() }))),
   },

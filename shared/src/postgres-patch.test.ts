@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { eventually, testDatabaseUrl } from "@commerce/testing/basics";
 import { connectDatabase } from "./database";
-import { eventually, testDatabaseUrl } from "./testing";
 
 describe("postgres.js, as loaded with shared/src/postgres-patch.ts", () => {
   test("W6, M2: a transaction whose connection dies rejects; the process and the pool carry on (porsager/postgres#1208)", async () => {

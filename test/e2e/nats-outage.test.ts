@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { PrivateNats } from "./nats-server";
-import { type Stack, startStack, succeeded } from "./stack";
+import { PrivateNats } from "@commerce/testing/nats-server";
+import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 
 setDefaultTimeout(60_000);
 

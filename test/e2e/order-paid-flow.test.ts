@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { signPayload } from "@commerce/shared/signature";
-import { eventually } from "@commerce/shared/testing";
-import { type Stack, startStack, succeeded, webhookSecret } from "./stack";
+import { eventually, webhookSecret } from "@commerce/testing/basics";
+import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 
 setDefaultTimeout(30_000);
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { unique } from "@commerce/shared/testing";
-import { type Stack, startStack, succeeded } from "./stack";
+import { unique } from "@commerce/testing/basics";
+import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 
 setDefaultTimeout(60_000);
 

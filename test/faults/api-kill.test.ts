@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { PaymentOrderPaid } from "@commerce/shared/messages";
-import { succeeded } from "../e2e/stack";
+import { succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { Provider } from "./provider";
 import {

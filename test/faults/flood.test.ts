@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { signPayload } from "@commerce/shared/signature";
-import { type PlacedOrder, type ServiceProcess, succeeded, webhookSecret } from "../e2e/stack";
+import { webhookSecret } from "@commerce/testing/basics";
+import { type PlacedOrder, type ServiceProcess, succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { type Delivery, Provider } from "./provider";
 import {

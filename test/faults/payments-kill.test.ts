@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { succeeded } from "../e2e/stack";
+import { succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { Provider } from "./provider";
 import {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { type PlacedOrder, succeeded } from "../e2e/stack";
+import { type PlacedOrder, succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { type Delivery, Provider } from "./provider";
 import {

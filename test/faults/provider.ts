@@ -1,5 +1,5 @@
 import { signPayload } from "@commerce/shared/signature";
-import { webhookSecret } from "../e2e/stack";
+import { webhookSecret } from "@commerce/testing/basics";
 
 export type Attempt = {
   status: number | "connection error";

@@ -1,8 +1,8 @@
-import { eventually } from "@commerce/shared/testing";
+import { eventually } from "@commerce/testing/basics";
+import { PrivateNats } from "@commerce/testing/nats-server";
+import { PrivatePostgres } from "@commerce/testing/postgres-server";
+import { type PlacedOrder, type Stack, startStack } from "@commerce/testing/processes";
 import postgres from "postgres";
-import { PrivateNats } from "../e2e/nats-server";
-import { type PlacedOrder, type Stack, startStack } from "../e2e/stack";
-import { PrivatePostgres } from "./postgres-server";
 import type { Delivery } from "./provider";
 
 /**

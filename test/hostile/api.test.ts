@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { migrateSchema } from "@commerce/shared/database";
+import { token } from "@commerce/testing/basics";
+import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import fc from "fast-check";
-import { createDatabase, migrations } from "../../services/api/src/db";
-import { type ApiHarness, startApi, token } from "../../services/api/test/harness";
 import {
   badIdSegment,
   brokenBody,
@@ -27,8 +26,7 @@ let orderId: number;
 
 beforeAll(async () => {
   database = await privateDatabase();
-  await migrateSchema(database.sql, { schema: "api", migrations });
-  api = await startApi({ sql: database.sql, db: createDatabase(database.sql) });
+  api = await startApi({ env: { DATABASE_URL: database.url } });
   admin = await token({ sub: "hostile-admin", scope: "admin" });
   customer = await token({ sub: "hostile-customer" });
   productId = (await api.product({ price: 250 })).id;

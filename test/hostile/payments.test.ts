@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { migrateSchema } from "@commerce/shared/database";
-import { messageTopology } from "@commerce/shared/messages";
 import { signPayload } from "@commerce/shared/signature";
-import { unique } from "@commerce/shared/testing";
+import { webhookSecret as secret } from "@commerce/testing/basics";
+import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import fc from "fast-check";
-import { migrations } from "../../services/payments/src/db";
-import { secret, testApp } from "../../services/payments/test/support";
 import {
   brokenBody,
   expectWellFormed,
@@ -20,21 +17,21 @@ import {
 setDefaultTimeout(120_000);
 
 let database: Awaited<ReturnType<typeof privateDatabase>>;
-let app: ReturnType<typeof testApp>;
+let payments: PaymentsHarness;
+let app: ReturnType<PaymentsHarness["app"]>;
 let rows: RowWatch;
 
 beforeAll(async () => {
   database = await privateDatabase();
-  await migrateSchema(database.sql, { schema: "payments", migrations });
-  const context = {
-    sql: database.sql,
-    topology: messageTopology(unique("h")),
-  };
-  app = testApp(context);
+  payments = await startPayments({ env: { DATABASE_URL: database.url } });
+  app = payments.app();
   rows = new RowWatch(database.sql, "payments");
   await rows.start();
 });
-afterAll(() => database?.drop());
+afterAll(async () => {
+  await payments?.close();
+  await database?.drop();
+});
 
 const now = () => Math.floor(Date.now() / 1000);
 

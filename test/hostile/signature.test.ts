@@ -1,31 +1,27 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { migrateSchema } from "@commerce/shared/database";
-import { messageTopology } from "@commerce/shared/messages";
 import { signPayload } from "@commerce/shared/signature";
-import { unique } from "@commerce/shared/testing";
+import { webhookSecret as secret } from "@commerce/testing/basics";
+import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import fc from "fast-check";
-import { migrations } from "../../services/payments/src/db";
-import { secret, testApp } from "../../services/payments/test/support";
 import { expectWellFormed, numRuns, privateDatabase, RowWatch } from "./support";
 
 setDefaultTimeout(60_000);
 
 const tolerance = 300;
 let database: Awaited<ReturnType<typeof privateDatabase>>;
-let context: Parameters<typeof testApp>[0];
+let payments: PaymentsHarness;
 let rows: RowWatch;
 
 beforeAll(async () => {
   database = await privateDatabase();
-  await migrateSchema(database.sql, { schema: "payments", migrations });
-  context = {
-    sql: database.sql,
-    topology: messageTopology(unique("s")),
-  };
+  payments = await startPayments({ env: { DATABASE_URL: database.url } });
   rows = new RowWatch(database.sql, "payments");
   await rows.start();
 });
-afterAll(() => database?.drop());
+afterAll(async () => {
+  await payments?.close();
+  await database?.drop();
+});
 
 const now = () => Math.floor(Date.now() / 1000);
 const notification = () =>
@@ -40,7 +36,11 @@ const hexOf = (header: string) => header.slice(header.indexOf("v1=") + 3);
 const hexString = (length: number) =>
   fc.string({ unit: fc.constantFrom(..."0123456789abcdef"), minLength: length, maxLength: length });
 
-async function post(app: ReturnType<typeof testApp>, body: Uint8Array | string, headers: Headers) {
+async function post(
+  app: ReturnType<PaymentsHarness["app"]>,
+  body: Uint8Array | string,
+  headers: Headers,
+) {
   headers.set("content-type", "application/json");
   const response = await app.handle(
     new Request("http://localhost/api/webhooks/payment", { method: "POST", headers, body }),
@@ -54,7 +54,7 @@ const signed = (signature: string) => new Headers({ "x-signature": signature });
 
 describe("payments: signature attacks (W2)", () => {
   test("W2: a captured request replayed within the tolerance stores nothing new; replayed outside it is 401", async () => {
-    const app = testApp(context, { webhook: { secrets: [secret], toleranceSeconds: 1 } });
+    const app = payments.app({ webhook: { secrets: [secret], toleranceSeconds: 1 } });
     const body = notification();
     const header = signPayload(body, secret, now());
     expect(await post(app, body, signed(header))).toBe(200);
@@ -72,7 +72,7 @@ describe("payments: signature attacks (W2)", () => {
   });
 
   test("W2: a timestamp further than the tolerance either way is 401; within it, 200", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
@@ -92,7 +92,7 @@ describe("payments: signature attacks (W2)", () => {
   });
 
   test("W2: any byte of the body changed after signing is 401 and changes no row", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     await fc.assert(
       fc.asyncProperty(fc.nat(), fc.integer({ min: 1, max: 255 }), async (at, flip) => {
         const body = new TextEncoder().encode(notification());
@@ -105,7 +105,7 @@ describe("payments: signature attacks (W2)", () => {
   });
 
   test("W2: truncated, extended, upper-case or otherwise altered hex is 401", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const alter = fc.oneof(
       fc.integer({ min: 0, max: 63 }).map((n) => (hex: string) => hex.slice(0, n)),
       fc
@@ -132,7 +132,7 @@ describe("payments: signature attacks (W2)", () => {
   });
 
   test("W2: several v1 entries are accepted when one of them is right, and only then", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     await fc.assert(
       fc.asyncProperty(
         fc.array(hexString(64), { minLength: 1, maxLength: 6 }),
@@ -153,7 +153,7 @@ describe("payments: signature attacks (W2)", () => {
   });
 
   test("W2: header injection: a second X-Signature, extra items, whitespace tricks and control characters are 401 unless the header is a well-formed valid signature", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const tricks: Array<(header: string, t: number, hex: string) => Headers> = [
       // Two X-Signature headers arrive joined with ", ": two timestamps are malformed.
       (header) =>
@@ -200,7 +200,7 @@ describe("payments: signature attacks (W2)", () => {
   });
 
   test("W2: whitespace around items and an unknown scheme beside the right v1 are still a valid signature", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const body = notification();
     const t = now();
     const hex = hexOf(signPayload(body, secret, t));
@@ -209,10 +209,10 @@ describe("payments: signature attacks (W2)", () => {
 });
 
 describe("payments: raw HTTP on a listening server (W1, W2)", () => {
-  let server: ReturnType<ReturnType<typeof testApp>["listen"]>;
+  let server: ReturnType<ReturnType<PaymentsHarness["app"]>["listen"]>;
   let port = 0;
   beforeAll(() => {
-    server = testApp(context).listen({ port: 0, hostname: "127.0.0.1" });
+    server = payments.app().listen({ port: 0, hostname: "127.0.0.1" });
     port = server.server?.port ?? 0;
   });
   afterAll(() => server?.stop());

@@ -1,6 +1,6 @@
 import { expect } from "bun:test";
 import { connectDatabase, type Sql } from "@commerce/shared/database";
-import { testDatabaseUrl, unique } from "@commerce/shared/testing";
+import { testDatabaseUrl, unique } from "@commerce/testing/basics";
 import fc from "fast-check";
 
 /**
@@ -16,6 +16,7 @@ export async function privateDatabase() {
   const sql = connectDatabase(url.toString(), { max: 5 });
   return {
     sql,
+    url: url.toString(),
     async drop() {
       await sql.end({ timeout: 5 });
       await admin.unsafe(`drop database if exists ${name} with (force)`);

@@ -10,19 +10,3 @@ export type Executor = Database | Transaction;
 export const createDatabase = (sql: Sql): Database => drizzle(sql, { schema });
 
 export { default as migrations } from "../../drizzle/migrations.json";
-
-/**
- * Builds a service's hot statements once per database (or transaction) and prepares them, so
- * drizzle builds their SQL once and PostgreSQL parses and plans them once per connection.
- */
-export function preparedFor<T>(build: (db: Executor) => T): (db: Executor) => T {
-  const built = new WeakMap<Executor, T>();
-  return (db) => {
-    let statements = built.get(db);
-    if (!statements) {
-      statements = build(db);
-      built.set(db, statements);
-    }
-    return statements;
-  };
-}

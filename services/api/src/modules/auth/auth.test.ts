@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type ApiHarness, problemType, startApi, testSecret, token } from "../../../test/harness";
+import { jwtSecret as testSecret, token } from "@commerce/testing/basics";
+import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
 import { createTokenVerifier } from "./service";
 
 let api: ApiHarness;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type ApiHarness, startApi } from "../../../test/harness";
+import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 
 let api: ApiHarness;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { problems } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
-import type { ApiDeps } from "../../app";
+import type { ApiDeps } from "../../deps";
 import { auth } from "../auth";
 import { cart, cartItem, cartItemChange, cartItemParams } from "./model";
 import { getCart, putCartItem, removeCartItem } from "./service";
@@ -11,7 +11,7 @@ export const cartController = ({ db, verifyToken }: ApiDeps) =>
     .get("/", ({ principal }) => getCart(db, principal.customerId), {
       auth: "customer",
       response: { 200: cart, ...problems(401, 429, 503) },
-      detail: { summary: "Read the caller's cart (C1)" },
+      detail: { summary: "Read the caller's cart" },
     })
     .put(
       "/items/:product_id",
@@ -30,7 +30,7 @@ export const cartController = ({ db, verifyToken }: ApiDeps) =>
         parse: "json",
         body: cartItemChange,
         response: { 200: cartItem, 201: cartItem, ...problems(400, 401, 404, 413, 415, 429, 503) },
-        detail: { summary: "Put a product in the cart or change its quantity (C2)" },
+        detail: { summary: "Put a product in the cart or change its quantity" },
       },
     )
     .delete(
@@ -43,6 +43,6 @@ export const cartController = ({ db, verifyToken }: ApiDeps) =>
         auth: "customer",
         params: cartItemParams,
         response: { 204: t.Void(), ...problems(400, 401, 404, 429, 503) },
-        detail: { summary: "Remove a product from the cart (C3)" },
+        detail: { summary: "Remove a product from the cart" },
       },
     );

@@ -1,6 +1,6 @@
-import { bodyInt, integer } from "@commerce/shared/schema";
 import { t } from "elysia";
-import { productIdParam } from "../products/model";
+import { bodyInt, integer } from "../../lib/fields";
+import { productIdParam } from "../../lib/ids";
 
 export const cartItem = t.Object({
   product_id: integer(),

@@ -1,16 +1,10 @@
 import { problems } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
-import type { ApiDeps } from "../../app";
+import type { ApiDeps } from "../../deps";
+import { orderIdParam } from "../../lib/ids";
+import { pageRequestOf } from "../../lib/paging";
 import { auth } from "../auth";
-import {
-  newOrder,
-  order,
-  orderHeaders,
-  orderIdParam,
-  orderListQuery,
-  orderPage,
-  orderPaidChange,
-} from "./model";
+import { newOrder, order, orderHeaders, orderListQuery, orderPage, orderPaidChange } from "./model";
 import { createOrder, createOrderOnce, getOrder, listOrders, payOrderManually } from "./service";
 
 export const ordersController = ({
@@ -43,25 +37,20 @@ export const ordersController = ({
         body: newOrder,
         headers: orderHeaders,
         response: { 201: order, ...problems(400, 401, 404, 409, 413, 415, 422, 429, 503) },
-        detail: { summary: "Place an order (R1); an Idempotency-Key makes retries safe (R2)" },
+        detail: { summary: "Place an order; an Idempotency-Key makes retries safe" },
       },
     )
-    .get(
-      "/",
-      ({ query, principal }) =>
-        listOrders(db, principal, { page: query.page ?? 1, perPage: query.per_page ?? 20 }),
-      {
-        auth: "customer",
-        query: orderListQuery,
-        response: { 200: orderPage, ...problems(400, 401, 429, 503) },
-        detail: { summary: "List own orders (all for admin), newest first (R3)" },
-      },
-    )
+    .get("/", ({ query, principal }) => listOrders(db, principal, pageRequestOf(query)), {
+      auth: "customer",
+      query: orderListQuery,
+      response: { 200: orderPage, ...problems(400, 401, 429, 503) },
+      detail: { summary: "List own orders (all for admin), newest first" },
+    })
     .get("/:order_id", ({ params, principal }) => getOrder(db, principal, params.order_id), {
       auth: "customer",
       params: t.Object({ order_id: orderIdParam }),
       response: { 200: order, ...problems(400, 401, 404, 429, 503) },
-      detail: { summary: "Read an order: own, or any for admin; others answer 404 (R3, A4)" },
+      detail: { summary: "Read an order: own, or any for admin; others answer 404" },
     })
     .patch(
       "/:order_id",
@@ -76,6 +65,6 @@ export const ordersController = ({
         parse: "json",
         body: orderPaidChange,
         response: { 200: order, ...problems(400, 401, 403, 404, 413, 415, 429, 503) },
-        detail: { summary: "Mark an order paid (admin, R4); already paid answers it unchanged" },
+        detail: { summary: "Mark an order paid (admin); already paid answers it unchanged" },
       },
     );

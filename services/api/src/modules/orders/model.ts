@@ -1,8 +1,7 @@
-import { bodyInt, integer, urlInt } from "@commerce/shared/schema";
 import { t } from "elysia";
-import { page, pageQuery, productIdField } from "../products/model";
-
-export const orderIdParam = urlInt("path", "order_id", 1, Number.MAX_SAFE_INTEGER);
+import { bodyInt, integer } from "../../lib/fields";
+import { productIdField } from "../../lib/ids";
+import { page, pageQuery } from "../../lib/paging";
 
 export const order = t.Object({
   order_id: integer(),
@@ -30,7 +29,7 @@ export const orderHeaders = t.Object({
     t.String({
       minLength: 1,
       maxLength: 255,
-      description: "Replays the first response for 24 h (R2)",
+      description: "Retrying with the same key and body within 24 h replays the first response",
     }),
   ),
 });

@@ -4,8 +4,8 @@ import { createLogger } from "@commerce/shared/logger";
 import { type PaymentOrderPaid, streamsOf } from "@commerce/shared/messages";
 import { Metrics } from "@commerce/shared/metrics";
 import { ensureConsumer, ensureStream, NatsLink } from "@commerce/shared/nats";
-import { eventually, testNatsUrl, unique } from "@commerce/shared/testing";
-import { type ApiHarness, startApi } from "../../../test/harness";
+import { eventually, testNatsUrl, unique } from "@commerce/testing/basics";
+import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { createDatabase } from "../../db";
 import { OrderPaidConsumer } from "./order-paid-consumer";
 

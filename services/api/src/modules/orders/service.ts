@@ -6,10 +6,11 @@ import {
 } from "@commerce/shared/errors";
 import { type OrdersPaid, orderPaidMessageId } from "@commerce/shared/messages";
 import { and, count, desc, eq, lt, sql } from "drizzle-orm";
-import { type Database, type Executor, preparedFor } from "../../db";
+import type { Database, Executor } from "../../db";
 import { idempotencyKeys, orders, outbox, products } from "../../db/schema";
+import { offsetOf, type PageRequest, pageFromWindow } from "../../lib/paging";
+import { preparedStatements } from "../../lib/prepared";
 import type { Principal } from "../auth/service";
-import { type PageRequest, pageFromWindow } from "../products/service";
 import type { NewOrder, Order } from "./model";
 
 type OrderRow = typeof orders.$inferSelect;
@@ -28,7 +29,7 @@ export const toOrder = (row: OrderRow): Order => ({
 /** Where `orders.paid` messages go; tests give each run its own subject. */
 export type OrdersPaidSubject = string;
 
-const statementsOf = preparedFor((db) => {
+const run = preparedStatements((db) => {
   const id = sql.placeholder("id");
   const customerId = sql.placeholder("customerId");
   const limit = sql.placeholder("limit");
@@ -87,10 +88,9 @@ export async function createOrder(
   input: NewOrder,
   currency: string,
 ): Promise<Order> {
-  const statements = statementsOf(db);
-  const [product] = await statements.price.execute({ productId: input.product_id });
+  const [product] = await run(db, "price", { productId: input.product_id });
   if (!product) throw new NotFoundError(`Product ${input.product_id} does not exist`);
-  const [row] = await statements.insert.execute({
+  const [row] = await run(db, "insert", {
     customerId,
     productId: input.product_id,
     qty: input.qty,
@@ -183,25 +183,23 @@ export async function createOrderOnce(
 
 /** An order as its caller may see it: own orders, or any for admin (A4); else 404, never 403. */
 export async function getOrder(db: Executor, principal: Principal, id: number): Promise<Order> {
-  const statements = statementsOf(db);
   const [row] = principal.admin
-    ? await statements.anyById.execute({ id })
-    : await statements.ownById.execute({ id, customerId: principal.customerId });
+    ? await run(db, "anyById", { id })
+    : await run(db, "ownById", { id, customerId: principal.customerId });
   if (!row) throw new NotFoundError(`Order ${id} does not exist`);
   return toOrder(row);
 }
 
 export async function listOrders(db: Database, principal: Principal, paging: PageRequest) {
-  const statements = statementsOf(db);
   const window = {
     customerId: principal.customerId,
     limit: paging.perPage,
-    offset: (paging.page - 1) * paging.perPage,
+    offset: offsetOf(paging),
   };
-  const rows = await (principal.admin ? statements.allPage : statements.ownPage).execute(window);
+  const rows = await run(db, principal.admin ? "allPage" : "ownPage", window);
   return pageFromWindow(
     rows,
-    () => (principal.admin ? statements.allCount : statements.ownCount).execute(window),
+    () => run(db, principal.admin ? "allCount" : "ownCount", window),
     paging,
     (row) => toOrder(row.order),
   );

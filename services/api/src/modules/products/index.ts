@@ -1,36 +1,26 @@
 import { problems } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
-import type { ApiDeps } from "../../app";
+import type { ApiDeps } from "../../deps";
+import { productIdParam } from "../../lib/ids";
+import { pageRequestOf } from "../../lib/paging";
 import { auth } from "../auth";
-import {
-  newProduct,
-  product,
-  productChange,
-  productIdParam,
-  productPage,
-  productQuery,
-} from "./model";
+import { newProduct, product, productChange, productPage, productQuery } from "./model";
 import { createProduct, getProduct, listProducts, updateProduct } from "./service";
 
 export const productsController = ({ db, verifyToken }: ApiDeps) =>
   new Elysia({ prefix: "/api/products", detail: { tags: ["Products"] } })
     .use(auth(verifyToken))
-    .get(
-      "/",
-      ({ query }) =>
-        listProducts(db, query.category, { page: query.page ?? 1, perPage: query.per_page ?? 20 }),
-      {
-        auth: "customer",
-        query: productQuery,
-        response: { 200: productPage, ...problems(400, 401, 429, 503) },
-        detail: { summary: "List products, optionally of one category, a page at a time (P1)" },
-      },
-    )
+    .get("/", ({ query }) => listProducts(db, query.category, pageRequestOf(query)), {
+      auth: "customer",
+      query: productQuery,
+      response: { 200: productPage, ...problems(400, 401, 429, 503) },
+      detail: { summary: "List products, optionally of one category, a page at a time" },
+    })
     .get("/:id", ({ params }) => getProduct(db, params.id), {
       auth: "customer",
       params: t.Object({ id: productIdParam("id") }),
       response: { 200: product, ...problems(400, 401, 404, 429, 503) },
-      detail: { summary: "Read one product (P2)" },
+      detail: { summary: "Read one product" },
     })
     .post(
       "/",
@@ -44,7 +34,7 @@ export const productsController = ({ db, verifyToken }: ApiDeps) =>
         parse: "json",
         body: newProduct,
         response: { 201: product, ...problems(400, 401, 403, 413, 415, 429, 503) },
-        detail: { summary: "Create a product (admin, P3)" },
+        detail: { summary: "Create a product (admin)" },
       },
     )
     .patch("/:id", ({ params, body }) => updateProduct(db, params.id, body), {
@@ -53,5 +43,5 @@ export const productsController = ({ db, verifyToken }: ApiDeps) =>
       parse: "json",
       body: productChange,
       response: { 200: product, ...problems(400, 401, 403, 404, 413, 415, 429, 503) },
-      detail: { summary: "Change a product's name, price or category (admin, P3)" },
+      detail: { summary: "Change a product's name, price or category (admin)" },
     });

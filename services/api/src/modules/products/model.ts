@@ -1,9 +1,6 @@
-import { bodyInt, integer, text, urlInt } from "@commerce/shared/schema";
 import { t } from "elysia";
-
-const maxId = 2147483647;
-export const productIdParam = (name: string) => urlInt("path", name, 1, maxId);
-export const productIdField = bodyInt(1, maxId);
+import { bodyInt, integer, text } from "../../lib/fields";
+import { page, pageQuery } from "../../lib/paging";
 
 export const product = t.Object({
   id: integer(),
@@ -24,25 +21,10 @@ export const productChange = t.Partial(t.Object(fields), {
   minProperties: 1,
 });
 
-/** `page` and `per_page` as P1 defines them; shared by every paginated list. */
-export const pageQuery = {
-  page: t.Optional(urlInt("query", "page", 1, 1_000_000, { default: 1 })),
-  per_page: t.Optional(urlInt("query", "per_page", 1, 100, { default: 20 })),
-};
-
 export const productQuery = t.Object(
   { category: t.Optional(text(1, 100)), ...pageQuery },
   { additionalProperties: true },
 );
-
-export const page = <T extends Parameters<typeof t.Array>[0]>(item: T) =>
-  t.Object({
-    items: t.Array(item),
-    page: integer(),
-    pages: integer(),
-    per_page: integer(),
-    total: integer(),
-  });
 
 export const productPage = page(product);
 

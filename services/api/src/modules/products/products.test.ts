@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { unique } from "@commerce/shared/testing";
-import { type ApiHarness, problemType, startApi } from "../../../test/harness";
+import { unique } from "@commerce/testing/basics";
+import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
 
 let api: ApiHarness;
 let customer: string;

@@ -1,7 +1,9 @@
 import { NotFoundError } from "@commerce/shared/errors";
 import { asc, count, eq, sql } from "drizzle-orm";
-import { type Database, preparedFor } from "../../db";
+import type { Database } from "../../db";
 import { products } from "../../db/schema";
+import { offsetOf, type PageRequest, pageFromWindow } from "../../lib/paging";
+import { preparedStatements } from "../../lib/prepared";
 import type { NewProduct, Product, ProductChange } from "./model";
 
 const columns = {
@@ -11,28 +13,8 @@ const columns = {
   category: products.category,
 };
 
-export type PageRequest = { page: number; perPage: number };
-
-export function pageOf<T>(items: T[], total: number, { page, perPage }: PageRequest) {
-  return { items, page, pages: Math.ceil(total / perPage), per_page: perPage, total };
-}
-
-/**
- * A page read with `count(*) over ()`: its rows carry the total, except a page past the end,
- * which has no rows to carry it, so `countAll` is asked instead.
- */
-export async function pageFromWindow<Row extends { total: number }, Item>(
-  rows: Row[],
-  countAll: () => Promise<{ total: number }[]>,
-  paging: PageRequest,
-  toItem: (row: Row) => Item,
-) {
-  const total = rows[0]?.total ?? (await countAll())[0].total;
-  return pageOf(rows.map(toItem), total, paging);
-}
-
-/** The catalog's hot reads, prepared. */
-const readsOf = preparedFor((db) => {
+/** The catalog's hot reads. */
+const run = preparedStatements((db) => {
   const id = sql.placeholder("id");
   const category = sql.placeholder("category");
   const limit = sql.placeholder("limit");
@@ -70,19 +52,18 @@ export async function listProducts(
   category: string | undefined,
   paging: PageRequest,
 ) {
-  const reads = readsOf(db);
-  const window = { category, limit: paging.perPage, offset: (paging.page - 1) * paging.perPage };
-  const rows = await (category === undefined ? reads.page : reads.categoryPage).execute(window);
+  const window = { category, limit: paging.perPage, offset: offsetOf(paging) };
+  const rows = await run(db, category === undefined ? "page" : "categoryPage", window);
   return pageFromWindow(
     rows,
-    () => (category === undefined ? reads.count : reads.categoryCount).execute({ category }),
+    () => run(db, category === undefined ? "count" : "categoryCount", { category }),
     paging,
     ({ total: _, ...product }) => product,
   );
 }
 
 export async function getProduct(db: Database, id: number): Promise<Product> {
-  const [product] = await readsOf(db).byId.execute({ id });
+  const [product] = await run(db, "byId", { id });
   if (!product) throw new NotFoundError(`Product ${id} does not exist`);
   return product;
 }

@@ -3,13 +3,13 @@ import {
   assertContentLength,
   assertJsonContentType,
   readBodyWithin,
-  requestIdOf,
-} from "@commerce/shared/http";
+} from "@commerce/shared/http/body";
+import { requestIdOf } from "@commerce/shared/http/request-log";
 import { problems } from "@commerce/shared/openapi";
 import { clientIp } from "@commerce/shared/rate-limit";
 import { signatureHeader } from "@commerce/shared/signature";
 import { Elysia } from "elysia";
-import type { PaymentsDeps } from "../../app";
+import type { PaymentsDeps } from "../../deps";
 import { paymentNotification, received, signatureParameter } from "./model";
 import {
   authenticate,
@@ -111,7 +111,7 @@ export function notificationsController(deps: PaymentsDeps) {
       parse: "none",
       response: { 200: received, ...problems(400, 401, 413, 415, 429, 503) },
       detail: {
-        summary: "Receive a signed payment notification (W1-W9)",
+        summary: "Receive a signed payment notification",
         description:
           "Checks, in order: body size (413), Content-Type application/json (415), per-source-IP " +
           "rate limit (429), X-Signature (401), JSON and schema (400). Accepted notifications are " +

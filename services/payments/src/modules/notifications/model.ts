@@ -36,7 +36,7 @@ export const paymentNotification = t.Object(
       t.String({
         minLength: 1,
         maxLength: 255,
-        description: "The provider's notification id; the de-duplication key when present (W4)",
+        description: "The provider's notification id; the de-duplication key when present",
         ...field("id", "id must be a string of 1 to 255 characters"),
       }),
     ),
@@ -56,7 +56,7 @@ export const signatureParameter = {
   required: true,
   description:
     "`t=<unix seconds>,v1=<hex>[,v1=<hex>...]`: lowercase hex HMAC-SHA256 of `<t>.<raw body>` " +
-    "under a webhook secret, as Stripe's Stripe-Signature (W2)",
+    "under a webhook secret, as Stripe's Stripe-Signature",
   schema: { type: "string", example: "t=1700000000,v1=5257a869e7ec...d0b0b0" },
 } as const;
 

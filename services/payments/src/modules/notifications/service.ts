@@ -1,6 +1,6 @@
 import type { Sql } from "@commerce/shared/database";
 import { type FieldError, UnauthorizedError, ValidationError } from "@commerce/shared/errors";
-import { parseJsonBytes } from "@commerce/shared/http";
+import { parseJsonBytes } from "@commerce/shared/http/body";
 import { type SignatureRejection, verifySignature } from "@commerce/shared/signature";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { type PaymentNotification, paymentNotification } from "./model";

@@ -1,26 +1,23 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RateLimiter } from "@commerce/shared/rate-limit";
 import { signPayload } from "@commerce/shared/signature";
+import { webhookSecret as secret } from "@commerce/testing/basics";
+import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import {
-  closeTestContext,
   frozenLimiter,
   type NotificationBody,
   notificationRequest,
   nowSeconds,
-  openTestContext,
   paymentSucceeded,
   rowsFor,
-  secret,
-  type TestContext,
-  testApp,
   webhookUrl,
-} from "./support";
+} from "@commerce/testing/payments-requests";
 
-let context: TestContext;
+let payments: PaymentsHarness;
 beforeAll(async () => {
-  context = await openTestContext();
+  payments = await startPayments();
 });
-afterAll(() => closeTestContext(context));
+afterAll(() => payments.close());
 
 const limit = 64 * 1024;
 const orderId = () => 2_000_000_000_000 + Math.floor(Math.random() * 7e15);
@@ -40,7 +37,7 @@ async function problemOf(response: Response) {
 
 describe("order of checks", () => {
   test("W1: a body of exactly 64 KiB is accepted, one byte more answers 413", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const fits = orderId();
     const fitting = bodyOfSize(fits, limit);
     expect(new TextEncoder().encode(fitting).byteLength).toBe(limit);
@@ -50,16 +47,18 @@ describe("order of checks", () => {
     const response = await app.handle(notificationRequest(bodyOfSize(tooBig, limit + 1)));
     expect(response.status).toBe(413);
     expect((await problemOf(response)).title).toBe("Payload Too Large");
-    expect(await rowsFor(context.sql, tooBig)).toEqual({ notifications: 0, outbox: 0 });
+    expect(await rowsFor(payments.sql, tooBig)).toEqual({ notifications: 0, outbox: 0 });
   });
 
   test("W1: a declared Content-Length over the limit answers 413 before the body is read", async () => {
     const id = orderId();
-    const response = await testApp(context).handle(
-      notificationRequest(paymentSucceeded(id), { headers: { "content-length": "70000" } }),
-    );
+    const response = await payments
+      .app()
+      .handle(
+        notificationRequest(paymentSucceeded(id), { headers: { "content-length": "70000" } }),
+      );
     expect(response.status).toBe(413);
-    expect(await rowsFor(context.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+    expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
   });
 
   test("W1: a streamed body with no Content-Length answers 413 once it passes 64 KiB", async () => {
@@ -72,7 +71,7 @@ describe("order of checks", () => {
         else controller.close();
       },
     });
-    const response = await testApp(context).handle(
+    const response = await payments.app().handle(
       new Request(webhookUrl, {
         method: "POST",
         headers: { "content-type": "application/json", "x-signature": "t=1,v1=00" },
@@ -84,7 +83,7 @@ describe("order of checks", () => {
   });
 
   test("W1: a body that is not application/json answers 415", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     for (const contentType of [
       "text/plain",
       "application/x-www-form-urlencoded",
@@ -96,12 +95,12 @@ describe("order of checks", () => {
       const response = await app.handle(notificationRequest(paymentSucceeded(id), { contentType }));
       expect({ contentType, status: response.status }).toEqual({ contentType, status: 415 });
       await problemOf(response);
-      expect(await rowsFor(context.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+      expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
     }
   });
 
   test("W1: application/json with parameters or in another case is accepted", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     for (const contentType of ["application/json; charset=utf-8", "Application/JSON"]) {
       const response = await app.handle(
         notificationRequest(paymentSucceeded(orderId()), { contentType }),
@@ -112,18 +111,18 @@ describe("order of checks", () => {
 
   test("W1: too large and the wrong media type answers 413, the earlier check", async () => {
     const id = orderId();
-    const response = await testApp(context).handle(
+    const response = await payments.app().handle(
       notificationRequest(bodyOfSize(id, limit + 10), {
         contentType: "text/plain",
         signature: "forged",
       }),
     );
     expect(response.status).toBe(413);
-    expect(await rowsFor(context.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+    expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
   });
 
   test("W1: the wrong media type while rate limited answers 415, not 429", async () => {
-    const app = testApp(context, { rateLimiter: frozenLimiter(1) });
+    const app = payments.app({ rateLimiter: frozenLimiter(1) });
     expect((await app.handle(notificationRequest(paymentSucceeded(orderId())))).status).toBe(200);
     const response = await app.handle(
       notificationRequest(paymentSucceeded(orderId()), { contentType: "text/plain" }),
@@ -132,18 +131,18 @@ describe("order of checks", () => {
   });
 
   test("W1: a forged signature while rate limited answers 429, not 401", async () => {
-    const app = testApp(context, { rateLimiter: frozenLimiter(1) });
+    const app = payments.app({ rateLimiter: frozenLimiter(1) });
     expect((await app.handle(notificationRequest(paymentSucceeded(orderId())))).status).toBe(200);
     const id = orderId();
     const response = await app.handle(
       notificationRequest(paymentSucceeded(id), { signWith: "whsec_forged" }),
     );
     expect(response.status).toBe(429);
-    expect(await rowsFor(context.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+    expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
   });
 
   test("W1: a bad signature on a malformed body answers 401, not 400", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const unsigned = await app.handle(notificationRequest('{"event":', { signature: null }));
     expect(unsigned.status).toBe(401);
     const forged = await app.handle(notificationRequest("[]", { signWith: "whsec_forged" }));
@@ -154,30 +153,30 @@ describe("order of checks", () => {
 
   test("W1: a validly signed body that fails the schema answers 400 and writes nothing", async () => {
     const id = orderId();
-    const response = await testApp(context).handle(
-      notificationRequest(paymentSucceeded(id, { currency: "usd" })),
-    );
+    const response = await payments
+      .app()
+      .handle(notificationRequest(paymentSucceeded(id, { currency: "usd" })));
     expect(response.status).toBe(400);
-    expect(await rowsFor(context.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+    expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
   });
 });
 
 describe("signature", () => {
   const expect401 = async (request: Request, id: number) => {
-    const response = await testApp(context).handle(request);
+    const response = await payments.app().handle(request);
     expect(response.status).toBe(401);
     const problem = await problemOf(response);
     expect(problem.title).toBe("Unauthorized");
-    expect(await rowsFor(context.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+    expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
     return problem;
   };
 
   test("W2: a notification signed with the configured secret is accepted", async () => {
     const id = orderId();
-    const response = await testApp(context).handle(notificationRequest(paymentSucceeded(id)));
+    const response = await payments.app().handle(notificationRequest(paymentSucceeded(id)));
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ received: true });
-    expect(await rowsFor(context.sql, id)).toEqual({ notifications: 1, outbox: 1 });
+    expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 1, outbox: 1 });
   });
 
   test("W2: a signature under another secret (forged) answers 401", async () => {
@@ -241,15 +240,15 @@ describe("signature", () => {
   test("W2: the signature covers the raw bytes as sent, whitespace and escapes included", async () => {
     const id = orderId();
     const raw = `{ "event" : "payment.succeeded",\n  "order_id": ${id}, "amount": 5, "currency": "EUR", "note": "caf\\u00e9 ☕" }`;
-    const response = await testApp(context).handle(notificationRequest(raw));
+    const response = await payments.app().handle(notificationRequest(raw));
     expect(response.status).toBe(200);
     const [row] =
-      await context.sql`select raw_body from payments.notifications where order_id = ${id}`;
+      await payments.sql`select raw_body from payments.notifications where order_id = ${id}`;
     expect(row.raw_body).toBe(raw);
   });
 
   test("W2: during rotation a signature under either configured secret is accepted", async () => {
-    const app = testApp(context, {
+    const app = payments.app({
       webhook: { secrets: ["whsec_new_secret", secret], toleranceSeconds: 300 },
     });
     const withOld = orderId();
@@ -262,14 +261,14 @@ describe("signature", () => {
         )
       ).status,
     ).toBe(200);
-    expect((await rowsFor(context.sql, withOld)).notifications).toBe(1);
-    expect((await rowsFor(context.sql, withNew)).notifications).toBe(1);
+    expect((await rowsFor(payments.sql, withOld)).notifications).toBe(1);
+    expect((await rowsFor(payments.sql, withNew)).notifications).toBe(1);
   });
 });
 
 describe("schema", () => {
   const send = async (body: NotificationBody | string) => {
-    const response = await testApp(context).handle(notificationRequest(body));
+    const response = await payments.app().handle(notificationRequest(body));
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
   const paths = (body: Record<string, unknown>) =>
@@ -341,7 +340,7 @@ describe("schema", () => {
     const id = orderId();
     expect((await send(paymentSucceeded(id, { note: "\u0000\ud800" }))).status).toBe(200);
     const [row] =
-      await context.sql`select raw_body from payments.notifications where order_id = ${id}`;
+      await payments.sql`select raw_body from payments.notifications where order_id = ${id}`;
     expect(JSON.parse(row.raw_body).note).toBe("\u0000\ud800");
   });
 
@@ -378,7 +377,7 @@ describe("schema", () => {
     const text = JSON.stringify(paymentSucceeded(id, { note: "?" }));
     const bytes = new TextEncoder().encode(text);
     bytes[bytes.indexOf("?".charCodeAt(0))] = 0xff;
-    const response = await testApp(context).handle(
+    const response = await payments.app().handle(
       new Request("http://localhost/api/webhooks/payment", {
         method: "POST",
         headers: {
@@ -389,7 +388,7 @@ describe("schema", () => {
       }),
     );
     expect(response.status).toBe(400);
-    expect(await rowsFor(context.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+    expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
   });
 
   test("W3: unknown fields are accepted and kept in the stored raw body", async () => {
@@ -397,7 +396,7 @@ describe("schema", () => {
     const body = paymentSucceeded(id, { livemode: false, customer: { email: "a@example.com" } });
     expect((await send(body)).status).toBe(200);
     const [row] =
-      await context.sql`select raw_body from payments.notifications where order_id = ${id}`;
+      await payments.sql`select raw_body from payments.notifications where order_id = ${id}`;
     expect(row.raw_body).toBe(JSON.stringify(body));
     expect(JSON.parse(row.raw_body).customer).toEqual({ email: "a@example.com" });
   });
@@ -405,7 +404,7 @@ describe("schema", () => {
 
 describe("flooding", () => {
   test("W7: past the per-IP burst a client gets 429 with Retry-After", async () => {
-    const app = testApp(context, { rateLimiter: frozenLimiter(3) });
+    const app = payments.app({ rateLimiter: frozenLimiter(3) });
     for (let i = 0; i < 3; i++)
       expect((await app.handle(notificationRequest(paymentSucceeded(orderId())))).status).toBe(200);
     const id = orderId();
@@ -413,11 +412,11 @@ describe("flooding", () => {
     expect(response.status).toBe(429);
     expect(response.headers.get("retry-after")).toBe("1");
     expect((await problemOf(response)).title).toBe("Too Many Requests");
-    expect(await rowsFor(context.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+    expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
   });
 
   test("W7: forged requests use up the bucket too, so a forged flood is cut off", async () => {
-    const app = testApp(context, { rateLimiter: frozenLimiter(2) });
+    const app = payments.app({ rateLimiter: frozenLimiter(2) });
     const forged = () =>
       app.handle(notificationRequest(paymentSucceeded(orderId()), { signWith: "whsec_forged" }));
     expect((await forged()).status).toBe(401);
@@ -426,7 +425,7 @@ describe("flooding", () => {
   });
 
   test("W7: buckets are per source IP (X-Forwarded-For behind a trusted proxy)", async () => {
-    const app = testApp(context, { rateLimiter: frozenLimiter(1), trustProxy: true });
+    const app = payments.app({ rateLimiter: frozenLimiter(1), trustProxy: true });
     const from = (ip: string) =>
       app.handle(
         notificationRequest(paymentSucceeded(orderId()), {
@@ -439,7 +438,7 @@ describe("flooding", () => {
   });
 
   test("W7: X-Forwarded-For is ignored unless the proxy is trusted", async () => {
-    const app = testApp(context, { rateLimiter: frozenLimiter(1) });
+    const app = payments.app({ rateLimiter: frozenLimiter(1) });
     const from = (ip: string) =>
       app.handle(
         notificationRequest(paymentSucceeded(orderId()), { headers: { "x-forwarded-for": ip } }),
@@ -449,7 +448,7 @@ describe("flooding", () => {
   });
 
   test("W7: a rate of 0 turns the limit off", async () => {
-    const app = testApp(context, { rateLimiter: new RateLimiter({ ratePerSecond: 0, burst: 0 }) });
+    const app = payments.app({ rateLimiter: new RateLimiter({ ratePerSecond: 0, burst: 0 }) });
     for (let i = 0; i < 5; i++)
       expect((await app.handle(notificationRequest(paymentSucceeded(orderId())))).status).toBe(200);
   });

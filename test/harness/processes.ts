@@ -2,24 +2,23 @@ import { createLogger } from "@commerce/shared/logger";
 import { messageTopology, type OrdersPaid, streamsOf } from "@commerce/shared/messages";
 import { NatsLink } from "@commerce/shared/nats";
 import { signPayload } from "@commerce/shared/signature";
-import { eventually, testDatabaseUrl, testNatsUrl, unique } from "@commerce/shared/testing";
 import type { Subprocess } from "bun";
-import { SignJWT } from "jose";
 import postgres from "postgres";
+import {
+  eventually,
+  freePort,
+  jwtSecret,
+  signToken,
+  testDatabaseUrl,
+  testNatsUrl,
+  unique,
+  webhookSecret,
+} from "./basics";
 
 const root = new URL("../..", import.meta.url).pathname;
-export const jwtSecret = "e2e-secret-that-is-at-least-32-characters";
-export const webhookSecret = "whsec_e2e_secret";
 
 /** Set E2E_BINARIES=1 to run the compiled dist/ binaries instead of the sources. */
 const useBinaries = process.env.E2E_BINARIES === "1";
-
-export async function freePort(): Promise<number> {
-  const server = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = server.port;
-  server.stop(true);
-  return port;
-}
 
 export type ServiceName = "api" | "payments";
 
@@ -221,13 +220,6 @@ export async function startStack({
 }
 
 export type PlacedOrder = { order_id: number; amount: number; currency: string };
-
-export const signToken = (sub: string, scope?: string) =>
-  new SignJWT(scope ? { scope } : {})
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(sub)
-    .setExpirationTime("1h")
-    .sign(new TextEncoder().encode(jwtSecret));
 
 /** A `payment.succeeded` notification that pays `order` in full. */
 export const succeeded = (order: PlacedOrder, extra = {}) => ({

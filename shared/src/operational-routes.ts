@@ -5,8 +5,14 @@ import type { Metrics } from "./metrics";
 export type ReadinessCheck = { name: string; check: () => Promise<boolean> | boolean };
 
 /** `/health`, `/ready` and `/metrics` (O1-O3): no auth, same on both services. */
-export function opsRoutes({ metrics, checks }: { metrics: Metrics; checks: ReadinessCheck[] }) {
-  return new Elysia({ name: "ops", detail: { tags: ["Operations"] } })
+export function operationalRoutes({
+  metrics,
+  checks,
+}: {
+  metrics: Metrics;
+  checks: ReadinessCheck[];
+}) {
+  return new Elysia({ name: "operational-routes", detail: { tags: ["Operations"] } })
     .get("/health", () => ({ status: "ok" as const }), {
       response: t.Object({ status: t.Literal("ok") }),
       detail: { summary: "Liveness: 200 while the process runs" },

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { freePort } from "./stack";
+import { freePort } from "./basics";
 
 /**
  * A private `nats-server -js` on a free port with its own store directory, so a test can stop and

@@ -1,41 +1,41 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/database";
+import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import {
-  closeTestContext,
   jsonOf,
   notificationRequest,
-  openTestContext,
   paymentSucceeded,
-  type TestContext,
-  testApp,
   uniqueOrderId,
-} from "./support";
+} from "@commerce/testing/payments-requests";
 
-let context: TestContext;
+let payments: PaymentsHarness;
 beforeAll(async () => {
-  context = await openTestContext();
+  payments = await startPayments();
 });
-afterAll(() => closeTestContext(context));
+afterAll(() => payments.close());
 
-const get = (app: ReturnType<typeof testApp>, path: string, headers: Record<string, string> = {}) =>
-  app.handle(new Request(`http://localhost${path}`, { headers }));
+const get = (
+  app: ReturnType<PaymentsHarness["app"]>,
+  path: string,
+  headers: Record<string, string> = {},
+) => app.handle(new Request(`http://localhost${path}`, { headers }));
 
 describe("operations", () => {
   test("O1: /health is 200 ok", async () => {
-    const response = await get(testApp(context), "/health");
+    const response = await get(payments.app(), "/health");
     expect(response.status).toBe(200);
     expect(await jsonOf(response)).toEqual({ status: "ok" });
   });
 
   test("O2: /ready is 200 when the database and NATS are up", async () => {
-    const app = testApp(context, { readiness: [{ name: "nats", check: () => true }] });
+    const app = payments.app({ readiness: [{ name: "nats", check: () => true }] });
     const response = await get(app, "/ready");
     expect(response.status).toBe(200);
     expect(await jsonOf(response)).toEqual({ status: "ready" });
   });
 
   test("O2: /ready is 503 problem when NATS is down", async () => {
-    const app = testApp(context, { readiness: [{ name: "nats", check: () => false }] });
+    const app = payments.app({ readiness: [{ name: "nats", check: () => false }] });
     const response = await get(app, "/ready");
     expect(response.status).toBe(503);
     expect(response.headers.get("content-type")).toBe("application/problem+json");
@@ -44,7 +44,7 @@ describe("operations", () => {
 
   test("O2: /ready is 503 problem when the database is down", async () => {
     const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
-    const app = testApp({ ...context, sql: deadSql });
+    const app = payments.app({ sql: deadSql });
     const response = await get(app, "/ready");
     expect(response.status).toBe(503);
     expect((await jsonOf(response)).detail).toContain("database");
@@ -52,7 +52,7 @@ describe("operations", () => {
   });
 
   test("O4: /swagger/json documents the webhook: X-Signature, body schema and every answer", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     expect((await get(app, "/swagger")).headers.get("content-type")).toContain("text/html");
     const doc = await jsonOf(await get(app, "/swagger/json"));
     expect(doc.openapi).toStartWith("3.");
@@ -74,7 +74,7 @@ describe("operations", () => {
   });
 
   test("O5: every response carries X-Request-Id, the client's when it is sane", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const echoed = await get(app, "/health", { "x-request-id": "provider-req-42" });
     expect(echoed.headers.get("x-request-id")).toBe("provider-req-42");
     const replaced = await get(app, "/health", { "x-request-id": "not sane\u0001" });
@@ -90,7 +90,7 @@ describe("operations", () => {
 
 describe("errors", () => {
   test("E1: errors are problem+json with type, title, status and detail; status equals the HTTP status", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const answers = [
       await get(app, "/no/such/route"),
       await app.handle(notificationRequest(paymentSucceeded(uniqueOrderId()), { signature: null })),
@@ -111,9 +111,9 @@ describe("errors", () => {
   });
 
   test("E1: validation failures list errors as path and message", async () => {
-    const answer = await testApp(context).handle(
-      notificationRequest(paymentSucceeded(uniqueOrderId(), { amount: "10" })),
-    );
+    const answer = await payments
+      .app()
+      .handle(notificationRequest(paymentSucceeded(uniqueOrderId(), { amount: "10" })));
     expect(answer.status).toBe(400);
     expect((await jsonOf(answer)).errors).toEqual([
       { path: "/amount", message: "amount must be an integer of at least 0" },
@@ -121,7 +121,7 @@ describe("errors", () => {
   });
 
   test("E2: the webhook answers no other method with a 2xx", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     for (const method of ["GET", "PUT", "DELETE"]) {
       const answer = await app.handle(
         new Request("http://localhost/api/webhooks/payment", { method }),

@@ -1,41 +1,37 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { Metrics } from "@commerce/shared/metrics";
-import { eventually } from "@commerce/shared/testing";
+import { eventually, webhookSecret as secret } from "@commerce/testing/basics";
+import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import {
-  closeTestContext,
   collectingLogger,
   frozenLimiter,
   notificationRequest,
-  openTestContext,
   paymentSucceeded,
   rowsFor,
-  secret,
-  type TestContext,
-  testApp,
   uniqueOrderId,
-} from "./support";
+} from "@commerce/testing/payments-requests";
 
-let context: TestContext;
+let payments: PaymentsHarness;
 beforeAll(async () => {
-  context = await openTestContext();
+  payments = await startPayments();
 });
-afterAll(() => closeTestContext(context));
+afterAll(() => payments.close());
 
 const notificationRow = async (id: string) => {
-  const [row] = await context.sql`select * from payments.notifications where id = ${id}`;
+  const [row] = await payments.sql`select * from payments.notifications where id = ${id}`;
   return row;
 };
 const outboxRows = (orderId: number) =>
-  context.sql`select * from payments.outbox where payload->>'order_id' = ${String(orderId)}`;
+  payments.sql`select * from payments.outbox where payload->>'order_id' = ${String(orderId)}`;
 
 describe("notification id", () => {
   test("W4: the provider's id is the notification id when present", async () => {
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
-    const response = await testApp(context).handle(
-      notificationRequest(paymentSucceeded(orderId, { id })),
-    );
+    const response = await payments
+      .app()
+      .handle(notificationRequest(paymentSucceeded(orderId, { id })));
     expect(response.status).toBe(200);
     expect((await notificationRow(id)).order_id).toBe(String(orderId));
   });
@@ -45,15 +41,15 @@ describe("notification id", () => {
     const expected = createHash("sha256")
       .update(`payment.succeeded|${orderId}|1999|USD`)
       .digest("hex");
-    const response = await testApp(context).handle(notificationRequest(paymentSucceeded(orderId)));
+    const response = await payments.app().handle(notificationRequest(paymentSucceeded(orderId)));
     expect(response.status).toBe(200);
     const [row] =
-      await context.sql`select id from payments.notifications where order_id = ${orderId}`;
+      await payments.sql`select id from payments.notifications where order_id = ${orderId}`;
     expect(row.id).toBe(expected);
   });
 
   test("W4: without an id, the same four fields are the same notification whatever else differs", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const orderId = uniqueOrderId();
     const first = await app.handle(notificationRequest(paymentSucceeded(orderId, { note: "a" })));
     const again = await app.handle(
@@ -62,24 +58,24 @@ describe("notification id", () => {
     );
     expect(await first.json()).toEqual({ received: true });
     expect(await again.json()).toEqual({ received: true, duplicate: true });
-    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
+    expect(await rowsFor(payments.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
   });
 
   test("W4: different provider ids for the same payment are different notifications", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const orderId = uniqueOrderId();
     for (const id of ["evt_a", "evt_b"].map((name) => `${name}_${orderId}`))
       expect(
         await (await app.handle(notificationRequest(paymentSucceeded(orderId, { id })))).json(),
       ).toEqual({ received: true });
-    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 2, outbox: 2 });
+    expect(await rowsFor(payments.sql, orderId)).toEqual({ notifications: 2, outbox: 2 });
   });
 });
 
 describe("accepting", () => {
   test("W5: an accepted payment.succeeded stores the notification and its order-paid message", async () => {
     let kicks = 0;
-    const app = testApp(context, { trustProxy: true, outboxWritten: () => kicks++ });
+    const app = payments.app({ trustProxy: true, outboxWritten: () => kicks++ });
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
     const raw = JSON.stringify(paymentSucceeded(orderId, { id, amount: 2598, currency: "EUR" }));
@@ -105,7 +101,7 @@ describe("accepting", () => {
     const outbox = await outboxRows(orderId);
     expect(outbox).toHaveLength(1);
     expect(outbox[0]).toMatchObject({
-      subject: context.topology.payments.orderPaid,
+      subject: payments.topology.payments.orderPaid,
       message_id: id,
       published_at: null,
     });
@@ -121,19 +117,19 @@ describe("accepting", () => {
 
   test("W5: other events are stored but produce no order-paid message", async () => {
     let kicks = 0;
-    const app = testApp(context, { outboxWritten: () => kicks++ });
+    const app = payments.app({ outboxWritten: () => kicks++ });
     const orderId = uniqueOrderId();
     for (const event of ["payment.failed", "payment.refunded", "charge.dispute.created"]) {
       const response = await app.handle(notificationRequest(paymentSucceeded(orderId, { event })));
       expect(await response.json()).toEqual({ received: true });
     }
-    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 3, outbox: 0 });
+    expect(await rowsFor(payments.sql, orderId)).toEqual({ notifications: 3, outbox: 0 });
     expect(kicks).toBe(0);
   });
 
   test("W5: a repeated notification id answers duplicate and stores and publishes nothing new", async () => {
     let kicks = 0;
-    const app = testApp(context, { outboxWritten: () => kicks++ });
+    const app = payments.app({ outboxWritten: () => kicks++ });
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
     const first = await app.handle(notificationRequest(paymentSucceeded(orderId, { id })));
@@ -150,7 +146,7 @@ describe("accepting", () => {
     expect(await changed.json()).toEqual({ received: true, duplicate: true });
 
     expect(await notificationRow(id)).toEqual(stored);
-    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
+    expect(await rowsFor(payments.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
     expect(kicks).toBe(1);
   });
 });
@@ -158,7 +154,7 @@ describe("accepting", () => {
 describe("concurrent duplicates", () => {
   test("W8: 50 concurrent duplicates give one stored notification and one outbox row", async () => {
     let kicks = 0;
-    const app = testApp(context, { outboxWritten: () => kicks++ });
+    const app = payments.app({ outboxWritten: () => kicks++ });
     const orderId = uniqueOrderId();
     const raw = JSON.stringify(paymentSucceeded(orderId, { id: `evt_${orderId}` }));
     const responses = await Promise.all(
@@ -171,19 +167,19 @@ describe("concurrent duplicates", () => {
     expect(responses.map((response) => response.status)).toEqual(Array(50).fill(200));
     expect(bodies.filter((body) => !body.duplicate)).toEqual([{ received: true }]);
     expect(bodies.filter((body) => body.duplicate)).toHaveLength(49);
-    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
+    expect(await rowsFor(payments.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
     expect(kicks).toBe(1);
   });
 
   test("W8: 50 concurrent duplicates without a provider id also give one row each", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const orderId = uniqueOrderId();
     const raw = JSON.stringify(paymentSucceeded(orderId));
     const responses = await Promise.all(
       Array.from({ length: 50 }, () => app.handle(notificationRequest(raw))),
     );
     expect(responses.every((response) => response.status === 200)).toBe(true);
-    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
+    expect(await rowsFor(payments.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
   });
 });
 
@@ -193,7 +189,7 @@ describe("logging and metrics", () => {
 
   test("W9: accepted, duplicate and rejected notifications are each logged once with their fields", async () => {
     const { logger, lines } = collectingLogger();
-    const app = testApp(context, { logger });
+    const app = payments.app({ logger });
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
     const accepted = await app.handle(notificationRequest(paymentSucceeded(orderId, { id })));
@@ -237,7 +233,7 @@ describe("logging and metrics", () => {
 
   test("W9: each rejection reason is logged", async () => {
     const { logger, lines } = collectingLogger();
-    const app = testApp(context, { logger, rateLimiter: frozenLimiter(6) });
+    const app = payments.app({ logger, rateLimiter: frozenLimiter(6) });
     const orderId = uniqueOrderId();
     const body = paymentSucceeded(orderId);
     await app.handle(notificationRequest(JSON.stringify(body).padEnd(70_000)));
@@ -264,7 +260,7 @@ describe("logging and metrics", () => {
 
   test("W9: the signature, the secret and the body never appear in the log", async () => {
     const { logger, lines } = collectingLogger();
-    const app = testApp(context, { logger });
+    const app = payments.app({ logger });
     const orderId = uniqueOrderId();
     const requests = [
       notificationRequest(paymentSucceeded(orderId, { card_holder: "secret-holder-name" })),
@@ -291,7 +287,7 @@ describe("logging and metrics", () => {
 
   test("O3: /metrics counts notifications by outcome and reason", async () => {
     const metrics = new Metrics();
-    const app = testApp(context, { metrics });
+    const app = payments.app({ metrics });
     const orderId = uniqueOrderId();
     await app.handle(notificationRequest(paymentSucceeded(orderId)));
     await app.handle(notificationRequest(paymentSucceeded(orderId)));

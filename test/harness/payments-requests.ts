@@ -1,30 +1,11 @@
-import { connectDatabase, migrateSchema, type Sql } from "@commerce/shared/database";
+/** Webhook requests as the payment provider sends them, and what tests check of their effects. */
+import type { Sql } from "@commerce/shared/database";
 import { createLogger, type Logger } from "@commerce/shared/logger";
-import { type MessageTopology, messageTopology } from "@commerce/shared/messages";
-import { Metrics } from "@commerce/shared/metrics";
 import { RateLimiter } from "@commerce/shared/rate-limit";
 import { signPayload } from "@commerce/shared/signature";
-import { testDatabaseUrl, unique } from "@commerce/shared/testing";
-import { createApp, type PaymentsDeps } from "../src/app";
-import { migrations } from "../src/db";
+import { webhookSecret } from "./basics";
 
-/** What a test file shares: a migrated database and its own message subjects. */
-export type TestContext = { sql: Sql; topology: MessageTopology };
-
-export const secret = "whsec_test_secret_for_payments";
 export const webhookUrl = "http://localhost/api/webhooks/payment";
-
-export async function openTestContext(): Promise<TestContext> {
-  const sql = connectDatabase(testDatabaseUrl, { max: 20 });
-  await migrateSchema(sql, { schema: "payments", migrations });
-  return { sql, topology: messageTopology(unique("t")) };
-}
-
-/** Removes this file's outbox rows, so no relay keeps retrying subjects without a stream. */
-export async function closeTestContext({ sql, topology }: TestContext): Promise<void> {
-  await sql`delete from payments.outbox where subject = ${topology.payments.orderPaid}`;
-  await sql.end({ timeout: 5 });
-}
 
 export function collectingLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
@@ -32,20 +13,6 @@ export function collectingLogger(): { logger: Logger; lines: Record<string, unkn
     lines,
     logger: createLogger("debug", { service: "payments" }, (line) => lines.push(JSON.parse(line))),
   };
-}
-
-export function testApp(context: TestContext, overrides: Partial<PaymentsDeps> = {}) {
-  return createApp({
-    sql: context.sql,
-    webhook: { secrets: [secret], toleranceSeconds: 300 },
-    rateLimiter: new RateLimiter({ ratePerSecond: 0, burst: 0 }),
-    trustProxy: false,
-    topology: context.topology,
-    logger: createLogger("error", {}, () => {}),
-    metrics: new Metrics(),
-    outboxWritten: () => {},
-    ...overrides,
-  });
 }
 
 /** One request a second per IP on a clock that never moves, so only `burst` requests get through. */
@@ -88,7 +55,7 @@ export function notificationRequest(
   const raw = typeof body === "string" ? body : JSON.stringify(body);
   const signature =
     options.signature === undefined
-      ? signPayload(raw, options.signWith ?? secret, options.timestamp ?? nowSeconds())
+      ? signPayload(raw, options.signWith ?? webhookSecret, options.timestamp ?? nowSeconds())
       : options.signature;
   // As an HTTP client would; Request objects built in-process carry no length of their own.
   const headers: Record<string, string> = {

@@ -1,7 +1,7 @@
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../e2e/stack";
+import { freePort } from "./basics";
 
 /** PostgreSQL's programs: the newest /usr/lib/postgresql/<version>/bin, else whatever is on PATH. */
 function postgresBin(program: string): string {

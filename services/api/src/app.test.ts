@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/database";
 import { RateLimiter } from "@commerce/shared/rate-limit";
-import { eventually } from "@commerce/shared/testing";
-import { type ApiHarness, problemType, startApi } from "./harness";
+import { eventually } from "@commerce/testing/basics";
+import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
 
 let api: ApiHarness;
 let customer: string;
@@ -21,7 +21,9 @@ describe("operations and errors", () => {
 
   test("O2: /ready is 200 when the database and NATS are up, 503 problem when either is down", async () => {
     expect((await api.call("GET", "/ready")).json).toEqual({ status: "ready" });
-    const natsDown = await startApi({ readiness: [{ name: "nats", check: () => false }] });
+    const natsDown = await startApi({
+      replace: { readiness: [{ name: "nats", check: () => false }] },
+    });
     const down = await natsDown.call("GET", "/ready");
     expect(down.status).toBe(503);
     expect(down.headers.get("content-type")).toBe(problemType);
@@ -29,7 +31,7 @@ describe("operations and errors", () => {
     await natsDown.close();
 
     const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
-    const dbDown = await startApi({ sql: deadSql });
+    const dbDown = await startApi({ replace: { sql: deadSql } });
     const res = await dbDown.call("GET", "/ready");
     expect(res.status).toBe(503);
     expect(res.json.detail).toContain("database");
@@ -118,7 +120,7 @@ describe("operations and errors", () => {
 
   test("E3: past a customer's request budget the api answers 429 with Retry-After", async () => {
     const limited = await startApi({
-      rateLimiter: new RateLimiter({ ratePerSecond: 1, burst: 2 }),
+      replace: { rateLimiter: new RateLimiter({ ratePerSecond: 1, burst: 2 }) },
     });
     const alice = await limited.customer();
     const bob = await limited.customer();
@@ -176,8 +178,7 @@ describe("operations and errors", () => {
   test("E2, E3: the database down is 503 problem+json without SQL or stack", async () => {
     const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
     const dbDown = await startApi({
-      sql: deadSql,
-      db: (await import("../src/db")).createDatabase(deadSql),
+      replace: { sql: deadSql, db: (await import("./db")).createDatabase(deadSql) },
     });
     const res = await dbDown.call("GET", "/api/products", { token: customer });
     expect(res.status).toBe(503);

@@ -3,53 +3,50 @@ import { connectDatabase } from "@commerce/shared/database";
 import { createLogger } from "@commerce/shared/logger";
 import { ensureStream, NatsLink } from "@commerce/shared/nats";
 import { OutboxRelay } from "@commerce/shared/outbox";
-import { eventually, testNatsUrl } from "@commerce/shared/testing";
-import type { JetStreamManager } from "nats";
+import { eventually, testNatsUrl } from "@commerce/testing/basics";
+import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import {
-  closeTestContext,
   collectingLogger,
   notificationRequest,
-  openTestContext,
   paymentSucceeded,
   rowsFor,
-  type TestContext,
-  testApp,
   uniqueOrderId,
-} from "./support";
+} from "@commerce/testing/payments-requests";
+import type { JetStreamManager } from "nats";
 
 const silent = createLogger("error", {}, () => {});
 
-let context: TestContext;
+let payments: PaymentsHarness;
 let nats: NatsLink;
 let jsm: JetStreamManager;
 beforeAll(async () => {
-  context = await openTestContext();
+  payments = await startPayments();
   nats = new NatsLink(testNatsUrl, "payments-test", silent);
   await nats.start();
   jsm = await nats.manager();
   await ensureStream(jsm, {
-    name: context.topology.payments.stream,
-    subjects: context.topology.payments.subjects,
+    name: payments.topology.payments.stream,
+    subjects: payments.topology.payments.subjects,
   });
 });
 afterAll(async () => {
-  await jsm.streams.delete(context.topology.payments.stream).catch(() => {});
+  await jsm.streams.delete(payments.topology.payments.stream).catch(() => {});
   await nats.close();
-  await closeTestContext(context);
+  await payments.close();
 });
 
 const workingRelay = (intervalMs?: number) =>
   new OutboxRelay({
-    sql: context.sql,
+    sql: payments.sql,
     schema: "payments",
-    subjects: [context.topology.payments.orderPaid],
+    subjects: [payments.topology.payments.orderPaid],
     jetstream: () => nats.jetstream(),
     logger: silent,
     intervalMs,
   });
 
 const outboxRow = async (orderId: number) => {
-  const [row] = await context.sql`
+  const [row] = await payments.sql`
     select message_id, payload, published_at from payments.outbox
     where payload->>'order_id' = ${String(orderId)}`;
   return row;
@@ -67,19 +64,19 @@ const published = (orderId: number) =>
 
 /** The stream's last order-paid message: its Nats-Msg-Id and payload. */
 async function lastOrderPaid() {
-  const message = await jsm.streams.getMessage(context.topology.payments.stream, {
-    last_by_subj: context.topology.payments.orderPaid,
+  const message = await jsm.streams.getMessage(payments.topology.payments.stream, {
+    last_by_subj: payments.topology.payments.orderPaid,
   });
   return { msgId: message.header.get("Nats-Msg-Id"), payload: message.json<unknown>() };
 }
 
 const messagesInStream = async () =>
-  (await jsm.streams.info(context.topology.payments.stream)).state.messages;
+  (await jsm.streams.info(payments.topology.payments.stream)).state.messages;
 
 describe("publication", () => {
   test("W6: right after commit the relay publishes the order-paid message with Nats-Msg-Id = notification id and marks the row", async () => {
     const relay = workingRelay();
-    const app = testApp(context, { outboxWritten: () => relay.kick() });
+    const app = payments.app({ outboxWritten: () => relay.kick() });
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
     const response = await app.handle(notificationRequest(paymentSucceeded(orderId, { id })));
@@ -100,7 +97,7 @@ describe("publication", () => {
   });
 
   test("W6: the relay's timer publishes rows nobody kicked it for", async () => {
-    const app = testApp(context);
+    const app = payments.app();
     const orderId = uniqueOrderId();
     expect((await app.handle(notificationRequest(paymentSucceeded(orderId)))).status).toBe(200);
     expect((await outboxRow(orderId)).published_at).toBeNull();
@@ -112,20 +109,20 @@ describe("publication", () => {
 
   test("W6: with NATS down the answer is still 200 and the row waits, unpublished, for a working relay", async () => {
     const downRelay = new OutboxRelay({
-      sql: context.sql,
+      sql: payments.sql,
       schema: "payments",
-      subjects: [context.topology.payments.orderPaid],
+      subjects: [payments.topology.payments.orderPaid],
       jetstream: () => undefined,
       logger: silent,
     });
-    const app = testApp(context, { outboxWritten: () => downRelay.kick() });
+    const app = payments.app({ outboxWritten: () => downRelay.kick() });
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
     const response = await app.handle(notificationRequest(paymentSucceeded(orderId, { id })));
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ received: true });
     await downRelay.stop();
-    expect(await rowsFor(context.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
+    expect(await rowsFor(payments.sql, orderId)).toEqual({ notifications: 1, outbox: 1 });
     expect((await outboxRow(orderId)).published_at).toBeNull();
 
     const relay = workingRelay();
@@ -137,7 +134,7 @@ describe("publication", () => {
 
   test("W8: 50 concurrent duplicates publish one message, and a row sent twice is kept once by JetStream", async () => {
     const relay = workingRelay();
-    const app = testApp(context, { outboxWritten: () => relay.kick() });
+    const app = payments.app({ outboxWritten: () => relay.kick() });
     const orderId = uniqueOrderId();
     const raw = JSON.stringify(paymentSucceeded(orderId));
     const before = await messagesInStream();
@@ -150,7 +147,7 @@ describe("publication", () => {
     expect(await messagesInStream()).toBe(before + 1);
 
     // As if the relay crashed between JetStream's ack and marking the row.
-    await context.sql`
+    await payments.sql`
       update payments.outbox set published_at = null where payload->>'order_id' = ${String(orderId)}`;
     const again = workingRelay();
     again.kick();
@@ -164,7 +161,7 @@ describe("database down", () => {
   test("W6: with the database down a notification answers 503 problem, so the provider retries", async () => {
     const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
     const { logger, lines } = collectingLogger();
-    const app = testApp({ ...context, sql: deadSql }, { logger });
+    const app = payments.app({ sql: deadSql, logger });
     const response = await app.handle(notificationRequest(paymentSucceeded(uniqueOrderId())));
     expect(response.status).toBe(503);
     expect(response.headers.get("content-type")).toBe("application/problem+json");

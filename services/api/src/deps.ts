@@ -1,0 +1,25 @@
+import type { Sql } from "@commerce/shared/database";
+import type { Logger } from "@commerce/shared/logger";
+import type { MessageTopology } from "@commerce/shared/messages";
+import type { Metrics } from "@commerce/shared/metrics";
+import type { ReadinessCheck } from "@commerce/shared/operational-routes";
+import type { RateLimiter } from "@commerce/shared/rate-limit";
+import type { Database } from "./db";
+import type { TokenVerifier } from "./modules/auth/service";
+
+/** What the api's routes need; `createService` builds it, tests may replace parts of it. */
+export type ApiDeps = {
+  sql: Sql;
+  db: Database;
+  verifyToken: TokenVerifier;
+  /** Requests per token subject (429 past the budget). */
+  rateLimiter: RateLimiter;
+  storeCurrency: string;
+  topology: MessageTopology;
+  logger: Logger;
+  metrics: Metrics;
+  /** Readiness beyond the database, e.g. the NATS connection. */
+  readiness: ReadinessCheck[];
+  /** Called after a transaction that wrote to the outbox commits, so the relay publishes now. */
+  outboxWritten: () => void;
+};

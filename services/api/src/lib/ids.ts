@@ -1,0 +1,8 @@
+import { bodyInt, urlInt } from "./fields";
+
+/** Product ids are PostgreSQL `serial`s; order ids are `bigint` identities. */
+const maxProductId = 2147483647;
+
+export const productIdParam = (name: string) => urlInt("path", name, 1, maxProductId);
+export const productIdField = bodyInt(1, maxProductId);
+export const orderIdParam = urlInt("path", "order_id", 1, Number.MAX_SAFE_INTEGER);

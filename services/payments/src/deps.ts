@@ -1,0 +1,24 @@
+import type { Sql } from "@commerce/shared/database";
+import type { Logger } from "@commerce/shared/logger";
+import type { MessageTopology } from "@commerce/shared/messages";
+import type { Metrics } from "@commerce/shared/metrics";
+import type { ReadinessCheck } from "@commerce/shared/operational-routes";
+import type { RateLimiter } from "@commerce/shared/rate-limit";
+import type { WebhookSettings } from "./modules/notifications/service";
+
+/** What the payments routes need; `createService` builds it, tests may replace parts of it. */
+export type PaymentsDeps = {
+  sql: Sql;
+  webhook: WebhookSettings;
+  /** Requests per source IP (429 past the budget). */
+  rateLimiter: RateLimiter;
+  /** Take the client IP from X-Forwarded-For (behind a trusted proxy only). */
+  trustProxy: boolean;
+  topology: MessageTopology;
+  logger: Logger;
+  metrics: Metrics;
+  /** Readiness beyond the database, e.g. the NATS connection. */
+  readiness: ReadinessCheck[];
+  /** Called after a transaction that wrote to the outbox commits, so the relay publishes now. */
+  outboxWritten: () => void;
+};

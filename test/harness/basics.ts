@@ -1,0 +1,59 @@
+import { SignJWT } from "jose";
+
+/** The real servers the tests run against. */
+export const testDatabaseUrl = process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test";
+export const testNatsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+
+/** The secrets every test stack is configured with. */
+export const jwtSecret = "test-secret-that-is-at-least-32-characters";
+export const webhookSecret = "whsec_test_secret_for_payments";
+
+/** A short unique name, for customers, categories and stream prefixes of one test. */
+export const unique = (label = "t") =>
+  `${label}${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+
+/** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 5000,
+  what = "condition",
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const server = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = server.port;
+  server.stop(true);
+  return port;
+}
+
+export type Claims = {
+  sub?: string;
+  scope?: string;
+  exp?: number | string;
+  nbf?: number;
+  iss?: string;
+  aud?: string;
+};
+
+/** An HS256 token; `exp` defaults to one hour from now. */
+export async function token(claims: Claims = {}, secret = jwtSecret): Promise<string> {
+  const { sub, exp, nbf, iss, aud, ...rest } = claims;
+  let jwt = new SignJWT(rest).setProtectedHeader({ alg: "HS256" }).setIssuedAt();
+  if (sub !== undefined) jwt = jwt.setSubject(sub);
+  jwt = jwt.setExpirationTime(exp ?? "1h");
+  if (nbf !== undefined) jwt = jwt.setNotBefore(nbf);
+  if (iss) jwt = jwt.setIssuer(iss);
+  if (aud) jwt = jwt.setAudience(aud);
+  return jwt.sign(new TextEncoder().encode(secret));
+}
+
+/** A customer's token, or an admin's with `scope` "admin". */
+export const signToken = (sub: string, scope?: string) => token({ sub, scope });
