@@ -42,7 +42,7 @@ export function operationalRoutes({
       "/metrics",
       async () =>
         new Response(await metrics.render(), {
-          headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+          headers: { "content-type": metrics.contentType },
         }),
       { detail: { summary: "Prometheus metrics" } },
     );

@@ -1,8 +1,8 @@
 import { describeError, type Logger } from "@commerce/shared/logger";
 import { type MessageTopology, parsePaymentOrderPaid } from "@commerce/shared/messages";
 import type { Metrics } from "@commerce/shared/metrics";
-import type { NatsLink } from "@commerce/shared/nats";
-import type { ConsumerMessages, JsMsg } from "nats";
+import { ensureConsumer, type NatsLink } from "@commerce/shared/nats";
+import type { ConsumerMessages, JetStreamManager, JsMsg } from "nats";
 import type { Database } from "../../db";
 import { applyOrderPaid } from "./order-paid";
 
@@ -17,6 +17,19 @@ export type OrderPaidConsumerDeps = {
 };
 
 const decoder = new TextDecoder();
+
+/** Declares the durable consumer `api-order-paid` (idempotent, so on every connect). */
+export const ensureOrderPaidConsumer = (
+  jsm: JetStreamManager,
+  topology: MessageTopology,
+  ackWaitMs = 30_000,
+) =>
+  ensureConsumer(jsm, {
+    stream: topology.payments.stream,
+    durable: topology.orderPaidConsumer,
+    filterSubject: topology.payments.orderPaid,
+    ackWaitMs,
+  });
 const maxBackoffMs = 30_000;
 
 /**
@@ -35,6 +48,7 @@ export class OrderPaidConsumer {
     this.applied = deps.metrics.counter(
       "order_paid_messages_total",
       "payments.order.paid messages by outcome (paid, already_paid, duplicate, unknown_order, mismatch, invalid, failed)",
+      ["outcome"],
     );
     deps.metrics.gauge(
       "order_paid_consumer_lag",

@@ -3,11 +3,11 @@ import { connectDatabase } from "@commerce/shared/database";
 import { createLogger } from "@commerce/shared/logger";
 import { type PaymentOrderPaid, streamsOf } from "@commerce/shared/messages";
 import { Metrics } from "@commerce/shared/metrics";
-import { ensureConsumer, ensureStream, NatsLink } from "@commerce/shared/nats";
+import { ensureStream, NatsLink } from "@commerce/shared/nats";
 import { eventually, testNatsUrl, unique } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { createDatabase } from "../../db";
-import { OrderPaidConsumer } from "./order-paid-consumer";
+import { ensureOrderPaidConsumer, OrderPaidConsumer } from "./order-paid-consumer";
 
 let api: ApiHarness;
 let nats: NatsLink;
@@ -21,12 +21,7 @@ beforeAll(async () => {
   await nats.start();
   const jsm = await nats.manager();
   for (const stream of streamsOf(topology)) await ensureStream(jsm, stream);
-  await ensureConsumer(jsm, {
-    stream: topology.payments.stream,
-    durable: topology.orderPaidConsumer,
-    filterSubject: topology.payments.orderPaid,
-    ackWaitMs: 5_000,
-  });
+  await ensureOrderPaidConsumer(jsm, topology, 5_000);
 });
 
 afterAll(async () => {

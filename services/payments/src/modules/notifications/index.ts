@@ -54,6 +54,7 @@ export function notificationsController(deps: PaymentsDeps) {
   const counted = metrics.counter(
     "notifications_total",
     "Payment notifications by outcome (accepted, duplicate, rejected, failed) and reason",
+    ["outcome", "reason"],
   );
 
   const record = (

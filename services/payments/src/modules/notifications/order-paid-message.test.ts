@@ -32,7 +32,9 @@ describe("the order-paid message built in SQL", () => {
       select payload from payments.outbox where message_id = ${id}`;
 
     expect(parsePaymentOrderPaid(row.payload)).toBeDefined();
-    expect(Object.keys(row.payload).sort()).toEqual(Object.keys(paymentOrderPaid.properties).sort());
+    expect(Object.keys(row.payload).sort()).toEqual(
+      Object.keys(paymentOrderPaid.properties).sort(),
+    );
     expect(row.payload).toMatchObject({
       notification_id: id,
       order_id: orderId,

@@ -1,0 +1,96 @@
+import type { MigrationMeta } from "drizzle-orm/migrator";
+import type { JetStreamManager } from "nats";
+import type { readCommonConfig } from "./config";
+import { connectDatabase, migrateSchema } from "./database";
+import { runSteps } from "./lifecycle";
+import { createLogger, describeError, type LogSink } from "./logger";
+import { type MessageTopology, messageTopology, streamsOf } from "./messages";
+import { Metrics } from "./metrics";
+import { ensureStream, NatsLink } from "./nats";
+import type { ReadinessCheck } from "./operational-routes";
+import { OutboxRelay } from "./outbox";
+
+export type ServiceOptions<Deps> = {
+  /** Where log lines go (default stdout); tests collect them. */
+  logSink?: LogSink;
+  /** Database connections in the pool (default 10). */
+  databasePool?: number;
+  /** Parts of the routes' dependencies to replace, e.g. a dead database in a test. */
+  replace?: Partial<Deps>;
+};
+
+/** What `start` and `stop` need of an Elysia app. */
+type Server = {
+  listen(options: { port: number; hostname: string; maxRequestBodySize: number }): unknown;
+  stop(): Promise<unknown> | unknown;
+  server: { port?: number } | null;
+};
+
+type Step = [string, () => Promise<unknown> | unknown];
+
+/**
+ * What both services are built on: the logger and metrics, the database with the service's
+ * migrations applied, the NATS link that declares both streams on every (re)connect, and the
+ * outbox relay of the service's own subjects. Each `createService` adds its own parts.
+ */
+export async function openServiceCore(
+  name: "api" | "payments",
+  config: ReturnType<typeof readCommonConfig>,
+  options: ServiceOptions<unknown>,
+  parts: {
+    migrations: MigrationMeta[];
+    outboxSubjects: (topology: MessageTopology) => string[];
+    /** More to declare or start once NATS is connected, e.g. a durable consumer. */
+    onNatsConnect?: (jsm: JetStreamManager) => Promise<void>;
+  },
+) {
+  const logger = createLogger(config.logLevel, { service: name }, options.logSink);
+  const metrics = new Metrics();
+  const topology = messageTopology(config.natsPrefix);
+  const sql = connectDatabase(config.databaseUrl, { max: options.databasePool });
+  await migrateSchema(sql, { schema: name, migrations: parts.migrations });
+
+  const nats = new NatsLink(config.natsUrl, name, logger, async (link) => {
+    const jsm = await link.manager();
+    for (const stream of streamsOf(topology)) await ensureStream(jsm, stream);
+    await parts.onNatsConnect?.(jsm);
+    relay.kick();
+  });
+  const relay = new OutboxRelay({
+    sql,
+    schema: name,
+    subjects: parts.outboxSubjects(topology),
+    jetstream: () => nats.jetstream(),
+    logger,
+    metrics,
+  });
+  const readiness: ReadinessCheck[] = [{ name: "nats", check: () => nats.isUp }];
+
+  return {
+    logger,
+    metrics,
+    topology,
+    sql,
+    nats,
+    relay,
+    readiness,
+
+    /** Listens on `config.port`, connects to NATS in the background and starts the relay. */
+    start(app: Server, maxRequestBodySize: number) {
+      app.listen({ port: config.port, hostname: "0.0.0.0", maxRequestBodySize });
+      logger.info(`${name} listening`, { port: app.server?.port });
+      void nats.start().catch((error) => logger.error("nats connect failed", describeError(error)));
+      relay.start();
+    },
+
+    /** Stops accepting, runs the service's own steps, then the relay, NATS and the database (O7). */
+    stop: (app: Server, steps: Step[] = []) =>
+      runSteps(logger, [
+        ["http", () => (app.server ? app.stop() : undefined)],
+        ...steps,
+        ["outbox relay", () => relay.stop()],
+        ["nats", () => nats.close()],
+        ["database", () => sql.end({ timeout: 5 })],
+      ]),
+  };
+}
