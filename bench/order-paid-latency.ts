@@ -4,7 +4,7 @@
  * binaries with E2E_BINARIES=1):
  *   npx bun bench/order-paid-latency.ts [N]
  */
-import type { OrdersPaid } from "@commerce/shared/messages";
+import type { OrderEvent } from "@commerce/shared/messages";
 import type { NatsConnection } from "nats";
 
 export type PlacedOrder = { order_id: number; amount: number; currency: string };
@@ -45,7 +45,7 @@ export async function measureOrderPaidLatency({
   const subscription = nc.subscribe(subject);
   void (async () => {
     for await (const message of subscription) {
-      const { order_id } = message.json<OrdersPaid>();
+      const { order_id } = message.json<OrderEvent>();
       arrived.set(order_id, performance.now());
       waiting.get(order_id)?.();
     }
@@ -93,7 +93,7 @@ if (import.meta.main) {
   for (let i = 0; i < count; i++) orders.push(await stack.newOrder(1000 + i));
   const result = await measureOrderPaidLatency({
     nc,
-    subject: stack.topology.orders.paid,
+    subject: stack.topology.orders.event("paid"),
     orders,
     notify: async (order) => (await stack.notify(succeeded(order))).status,
   });

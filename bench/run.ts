@@ -171,7 +171,7 @@ async function cleanUp() {
   await sql`delete from api.orders where customer_id like 'bench-cust-%'`;
   await sql`delete from api.processed_notifications where notification_id like ${`bench${runId}%`}`;
   await sql`delete from api.payment_reviews where notification_id like ${`bench${runId}%`}`;
-  const apiSubjects = Object.values(prefix).map((p) => messageTopology(p).orders.paid);
+  const apiSubjects = Object.values(prefix).map((p) => messageTopology(p).orders.event("paid"));
   const paymentSubjects = Object.values(prefix).map((p) => messageTopology(p).payments.orderPaid);
   await sql`delete from api.outbox where subject = any(${apiSubjects})`;
   await sql`delete from payments.outbox where subject = any(${paymentSubjects})`;
@@ -255,7 +255,7 @@ async function main() {
   const orders = await placeOrders(api, tokens, productIds, latencyCount);
   const latency = await measureOrderPaidLatency({
     nc,
-    subject: messageTopology(prefix.main).orders.paid,
+    subject: messageTopology(prefix.main).orders.event("paid"),
     orders,
     notify: async (order) => {
       const body = JSON.stringify({

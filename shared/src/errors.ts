@@ -58,8 +58,8 @@ export class NotFoundError extends HttpError {
 }
 
 export class ConflictError extends HttpError {
-  constructor(detail: string) {
-    super(409, "Conflict", detail);
+  constructor(detail: string, errors?: FieldError[]) {
+    super(409, "Conflict", detail, errors);
   }
 }
 

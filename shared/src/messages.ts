@@ -12,14 +12,19 @@ export function messageTopology(prefix = "") {
     payments: {
       stream: `${P}PAYMENTS`,
       subjects: [`${p}payments.>`],
+      /** Every payment event the api applies. */
+      order: `${p}payments.order.>`,
       orderPaid: `${p}payments.order.paid`,
+      orderRefunded: `${p}payments.order.refunded`,
+      orderFailed: `${p}payments.order.failed`,
     },
     orders: {
       stream: `${P}ORDERS`,
       subjects: [`${p}orders.>`],
-      paid: `${p}orders.paid`,
+      /** `orders.created`, `orders.paid`, ...: one subject per order event. */
+      event: (event: OrderEventName) => `${p}orders.${event}`,
     },
-    orderPaidConsumer: `${P}api-order-paid`.replaceAll("_", "-"),
+    paymentEventsConsumer: `${P}api-payment-events`.replaceAll("_", "-"),
   };
 }
 
@@ -30,27 +35,69 @@ const amount = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 const currency = Type.String({ pattern: "^[A-Z]{3}$" });
 const timestamp = Type.String({ minLength: 1, description: "ISO 8601, UTC" });
 
-/** M1: published by payments for each accepted `payment.succeeded` notification. */
-export const paymentOrderPaid = Type.Object({
+/** The notification events payments turns into messages, and the subject each goes to (M1). */
+export const paymentEvents = {
+  "payment.succeeded": "orderPaid",
+  "payment.refunded": "orderRefunded",
+  "payment.failed": "orderFailed",
+} as const;
+export type PaymentEvent = keyof typeof paymentEvents;
+
+/**
+ * M1: `payments.order.paid`, `.refunded` and `.failed`, one per accepted notification of those
+ * events. The subject says which; the payload is the same for all three.
+ */
+export const paymentMessage = Type.Object({
   notification_id: Type.String({ minLength: 1, maxLength: 255 }),
   order_id: id,
   amount,
   currency,
   received_at: timestamp,
 });
-export type PaymentOrderPaid = Static<typeof paymentOrderPaid>;
+export type PaymentMessage = Static<typeof paymentMessage>;
 
-/** M3: published by the api for each `created -> paid` move, whatever caused it (R5). */
-export const ordersPaid = Type.Object({
+export const orderEventNames = [
+  "created",
+  "paid",
+  "cancelled",
+  "refunded",
+  "payment_failed",
+] as const;
+export type OrderEventName = (typeof orderEventNames)[number];
+
+/** Who or what caused an order event (T1's `source`). */
+export const eventSources = ["api", "webhook", "manual", "expiry", "review"] as const;
+export type EventSource = (typeof eventSources)[number];
+
+const literals = <T extends string>(values: readonly T[]) =>
+  Type.Union(values.map((value) => Type.Literal(value)));
+
+/**
+ * M3: `orders.<event>`, written by the api in the transaction of the move it announces (R5).
+ * `orders.paid` also carries `paid_at`.
+ */
+export const orderEvent = Type.Object({
   order_id: id,
+  status: literals(["created", "paid", "cancelled", "refunded"]),
   amount,
   currency,
-  paid_at: timestamp,
-  source: Type.Union([Type.Literal("webhook"), Type.Literal("manual")]),
+  at: timestamp,
+  source: literals(eventSources),
+  reason: Type.Optional(Type.String()),
+  notification_id: Type.Optional(Type.String()),
+  paid_at: Type.Optional(timestamp),
 });
-export type OrdersPaid = Static<typeof ordersPaid>;
+export type OrderEvent = Static<typeof orderEvent>;
 
-export const orderPaidMessageId = (orderId: number) => `order-paid-${orderId}`;
+/** JetStream's de-duplication id of an order event (a failure may happen more than once). */
+export const orderEventMessageId = (
+  event: OrderEventName,
+  orderId: number,
+  notificationId?: string,
+) =>
+  event === "payment_failed"
+    ? `order-payment_failed-${notificationId}`
+    : `order-${event}-${orderId}`;
 
 /** A compiled check of one message schema: the payload typed, or undefined (a poison message). */
 function messageParser<T extends TSchema>(schema: T) {
@@ -58,8 +105,8 @@ function messageParser<T extends TSchema>(schema: T) {
   return (data: unknown): Static<T> | undefined => (check.Check(data) ? data : undefined);
 }
 
-export const parsePaymentOrderPaid = messageParser(paymentOrderPaid);
-export const parseOrdersPaid = messageParser(ordersPaid);
+export const parsePaymentMessage = messageParser(paymentMessage);
+export const parseOrderEvent = messageParser(orderEvent);
 
 /** Both services declare both streams identically, so whichever starts first creates them. */
 export const streamsOf = (topology: MessageTopology) => [

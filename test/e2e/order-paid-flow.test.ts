@@ -44,8 +44,8 @@ describe("order paid, end to end over NATS JetStream", () => {
       const text = await (await fetch(`${stack.api.url}/metrics`)).text();
       return /^outbox_backlog 0$/m.test(text) ? text : undefined;
     });
-    expect(api).toMatch(/order_paid_messages_total\{outcome="paid"\} [1-9]/);
-    expect(api).toMatch(/^order_paid_consumer_lag \d+$/m);
+    expect(api).toMatch(/payment_messages_total\{outcome="paid"\} [1-9]/);
+    expect(api).toMatch(/^payment_consumer_lag \d+$/m);
   });
 
   test("W2: forged, stale, future, tampered and unsigned notifications are 401 and change nothing", async () => {

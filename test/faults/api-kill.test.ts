@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { PaymentOrderPaid } from "@commerce/shared/messages";
+import type { PaymentMessage } from "@commerce/shared/messages";
 import { succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { Provider } from "./provider";
@@ -48,7 +48,7 @@ describe("api killed while applying messages", () => {
     );
 
     // A row lock on the 50th message's order holds the consumer inside that message's transaction.
-    const fiftieth = (await jsm.streams.getMessage(stream, { seq: 50 })).json<PaymentOrderPaid>();
+    const fiftieth = (await jsm.streams.getMessage(stream, { seq: 50 })).json<PaymentMessage>();
     const lock = await holdOrderLock(env.postgres.url, fiftieth.order_id);
     const paid = async () =>
       (

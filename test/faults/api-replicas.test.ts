@@ -23,9 +23,7 @@ afterAll(() => env?.dispose());
 /** How many orders this replica's consumer paid, from its own /metrics (O3). */
 async function paidBy(replica: ServiceProcess): Promise<number> {
   const metrics = await (await fetch(`${replica.url}/metrics`)).text();
-  const line = metrics
-    .split("\n")
-    .find((l) => /^order_paid_messages_total\{.*outcome="paid"/.test(l));
+  const line = metrics.split("\n").find((l) => /^payment_messages_total\{.*outcome="paid"/.test(l));
   return line ? Number(line.split(" ").at(-1)) : 0;
 }
 

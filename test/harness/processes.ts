@@ -1,5 +1,5 @@
 import { createLogger } from "@commerce/shared/logger";
-import { messageTopology, type OrdersPaid, streamsOf } from "@commerce/shared/messages";
+import { messageTopology, type OrderEvent, streamsOf } from "@commerce/shared/messages";
 import { NatsLink } from "@commerce/shared/nats";
 import { signPayload } from "@commerce/shared/signature";
 import type { Subprocess } from "bun";
@@ -128,15 +128,15 @@ export async function startStack({
     (await sql`select status from api.orders where id = ${id}`)[0]?.status;
 
   /** Every orders.paid message JetStream holds for this stack, read in one pass. */
-  const readOrdersPaid = async (): Promise<OrdersPaid[]> => {
+  const readOrdersPaid = async (): Promise<OrderEvent[]> => {
     const jsm = await nats.manager();
     const { state } = await jsm.streams.info(topology.orders.stream);
-    const found: OrdersPaid[] = [];
+    const found: OrderEvent[] = [];
     for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
       const message = await jsm.streams
         .getMessage(topology.orders.stream, { seq })
         .catch(() => undefined);
-      const payload = message?.json<OrdersPaid>();
+      const payload = message?.json<OrderEvent>();
       if (payload) found.push(payload);
     }
     return found;
@@ -194,7 +194,7 @@ export async function startStack({
       ),
 
     /** The orders.paid messages JetStream holds for one order (R5: there must be exactly one). */
-    async ordersPaidMessages(orderId: number): Promise<OrdersPaid[]> {
+    async ordersPaidMessages(orderId: number): Promise<OrderEvent[]> {
       return (await allOrdersPaidMessages()).filter((m) => m.order_id === orderId);
     },
 

@@ -9,6 +9,7 @@ import { jsonBody } from "./lib/json-body";
 import { auth } from "./modules/auth";
 import { cartController } from "./modules/cart";
 import { ordersController } from "./modules/orders";
+import { checkoutController } from "./modules/orders/checkout";
 import { productsController } from "./modules/products";
 
 export const apiBodyLimit = 16 * 1024;
@@ -37,6 +38,7 @@ export function createApp(deps: ApiDeps) {
       .use(productsController(deps))
       .use(ordersController(deps))
       .use(cartController(deps))
+      .use(checkoutController(deps))
   );
 }
 

@@ -20,5 +20,6 @@ export function loadConfig(env: Env) {
       audience: read.optional(env, "AUTH_AUDIENCE"),
     },
     storeCurrency: currency,
+    orderTtlSeconds: read.int(env, "ORDER_TTL_SECONDS", 1800, { max: 31_536_000 }),
   };
 }

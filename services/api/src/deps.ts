@@ -15,6 +15,8 @@ export type ApiDeps = {
   /** Requests per token subject (429 past the budget). */
   rateLimiter: RateLimiter;
   storeCurrency: string;
+  /** Seconds until an unpaid order expires; 0 = never. */
+  orderTtlSeconds: number;
   topology: MessageTopology;
   logger: Logger;
   metrics: Metrics;

@@ -1,31 +1,33 @@
 import { describeError } from "@commerce/shared/logger";
+import { orderEventNames } from "@commerce/shared/messages";
 import { RateLimiter } from "@commerce/shared/rate-limit";
 import { openServiceCore, type ServiceOptions } from "@commerce/shared/service-core";
 import { apiBodyLimit, createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { createDatabase, migrations } from "./db";
 import type { ApiDeps } from "./deps";
+import { deleteExpiredIdempotencyKeys } from "./lib/idempotency";
 import { createTokenVerifier } from "./modules/auth/service";
-import { ensureOrderPaidConsumer, OrderPaidConsumer } from "./modules/orders/order-paid-consumer";
-import { deleteExpiredIdempotencyKeys } from "./modules/orders/service";
+import { OrderExpirySweeper } from "./modules/orders/expiry";
+import { ensurePaymentConsumer, PaymentConsumer } from "./modules/orders/payment-consumer";
 
 /**
- * The api's composition root: the shared core (database, NATS, outbox relay), the order-paid
- * consumer, the Idempotency-Key sweeper and the HTTP app. Nothing runs until `start`; `stop`
+ * The api's composition root: the shared core (database, NATS, outbox relay), the payment
+ * consumer, the order expiry and Idempotency-Key sweepers and the HTTP app. Nothing runs until `start`; `stop`
  * undoes it in order (O7).
  */
 export async function createService(config: ApiConfig, options: ServiceOptions<ApiDeps> = {}) {
   const core = await openServiceCore("api", config, options, {
     migrations,
-    outboxSubjects: (topology) => [topology.orders.paid],
+    outboxSubjects: (topology) => orderEventNames.map((event) => topology.orders.event(event)),
     async onNatsConnect(jsm) {
-      await ensureOrderPaidConsumer(jsm, core.topology);
+      await ensurePaymentConsumer(jsm, core.topology);
       consumer.start();
     },
   });
   const { logger, relay } = core;
   const db = createDatabase(core.sql);
-  const consumer = new OrderPaidConsumer({
+  const consumer = new PaymentConsumer({
     db,
     nats: core.nats,
     topology: core.topology,
@@ -40,6 +42,7 @@ export async function createService(config: ApiConfig, options: ServiceOptions<A
     verifyToken: createTokenVerifier(config.auth),
     rateLimiter: new RateLimiter(config.rateLimit),
     storeCurrency: config.storeCurrency,
+    orderTtlSeconds: config.orderTtlSeconds,
     topology: core.topology,
     logger,
     metrics: core.metrics,
@@ -48,6 +51,13 @@ export async function createService(config: ApiConfig, options: ServiceOptions<A
     ...options.replace,
   };
   const app = createApp(deps);
+  const expiry = new OrderExpirySweeper({
+    db,
+    topology: core.topology,
+    logger,
+    ttlSeconds: config.orderTtlSeconds,
+    outboxWritten: () => relay.kick(),
+  });
   let keySweeper: Timer | undefined;
 
   return {
@@ -60,6 +70,7 @@ export async function createService(config: ApiConfig, options: ServiceOptions<A
     start() {
       // Bun's own cap only guards memory; the app answers 413 itself below it.
       core.start(app, apiBodyLimit);
+      expiry.start();
       // Idempotency-Keys are kept 24 hours; older ones are only taking space.
       keySweeper = setInterval(
         () =>
@@ -73,7 +84,8 @@ export async function createService(config: ApiConfig, options: ServiceOptions<A
     stop: () =>
       core.stop(app, [
         ["idempotency key sweeper", () => clearInterval(keySweeper)],
-        ["order-paid consumer", () => consumer.stop()],
+        ["order expiry", () => expiry.stop()],
+        ["payment consumer", () => consumer.stop()],
       ]),
   };
 }

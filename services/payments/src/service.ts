@@ -18,7 +18,11 @@ export async function createService(
 ) {
   const core = await openServiceCore("payments", config, options, {
     migrations,
-    outboxSubjects: (topology) => [topology.payments.orderPaid],
+    outboxSubjects: ({ payments }) => [
+      payments.orderPaid,
+      payments.orderRefunded,
+      payments.orderFailed,
+    ],
   });
   const deps: PaymentsDeps = {
     sql: core.sql,

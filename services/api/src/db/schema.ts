@@ -22,33 +22,73 @@ export const products = api.table(
     name: text("name").notNull(),
     price: integer("price").notNull(),
     category: text("category").notNull(),
+    /** What can still be ordered; null when the product's stock is not tracked (P3, L2). */
+    stock: integer("stock"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (table) => [index("products_category_id_idx").on(table.category, table.id)],
+  (table) => [
+    index("products_category_id_idx").on(table.category, table.id),
+    // The last guard against overselling: no code path can take stock below zero (L2).
+    check("products_stock_check", sql`${table.stock} is null or ${table.stock} >= 0`),
+  ],
 );
 
-export const orderStatus = ["created", "paid"] as const;
+export const orderStatus = ["created", "paid", "cancelled", "refunded"] as const;
 export type OrderStatus = (typeof orderStatus)[number];
+
+export const cancelReasons = ["customer", "admin", "expired"] as const;
+export type CancelReason = (typeof cancelReasons)[number];
 
 export const orders = api.table(
   "orders",
   {
     id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
     customerId: text("customer_id").notNull(),
-    productId: integer("product_id")
-      .notNull()
-      .references(() => products.id),
-    qty: integer("qty").notNull(),
     amount: bigint("amount", { mode: "number" }).notNull(),
     currency: text("currency").notNull(),
     status: text("status", { enum: orderStatus }).notNull().default("created"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    /** When an unpaid order is cancelled as expired (L3); null when it never expires. */
+    expiresAt: timestamp("expires_at", { withTimezone: true }),
     paidAt: timestamp("paid_at", { withTimezone: true }),
+    cancelledAt: timestamp("cancelled_at", { withTimezone: true }),
+    refundedAt: timestamp("refunded_at", { withTimezone: true }),
+    cancelReason: text("cancel_reason", { enum: cancelReasons }),
   },
   (table) => [
     index("orders_customer_id_idx").on(table.customerId, table.id),
-    check("orders_status_check", sql`${table.status} in ('created', 'paid')`),
-    check("orders_paid_at_check", sql`(${table.status} = 'paid') = (${table.paidAt} is not null)`),
+    index("orders_expiry_idx").on(table.expiresAt).where(sql`${table.status} = 'created'`),
+    check(
+      "orders_status_check",
+      sql`${table.status} in ('created', 'paid', 'cancelled', 'refunded')`,
+    ),
+    check(
+      "orders_cancel_reason_check",
+      sql`${table.cancelReason} is null or ${table.cancelReason} in ('customer', 'admin', 'expired')`,
+    ),
+  ],
+);
+
+/** The lines of an order (R1): one per product, at the product's price when the order was made. */
+export const orderItems = api.table(
+  "order_items",
+  {
+    orderId: bigint("order_id", { mode: "number" })
+      .notNull()
+      .references(() => orders.id),
+    productId: integer("product_id")
+      .notNull()
+      .references(() => products.id),
+    /** The line's position in the order as placed, from 0. */
+    line: integer("line").notNull(),
+    name: text("name").notNull(),
+    qty: integer("qty").notNull(),
+    unitPrice: integer("unit_price").notNull(),
+    amount: bigint("amount", { mode: "number" }).notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.orderId, table.productId] }),
+    check("order_items_qty_check", sql`${table.qty} > 0`),
   ],
 );
 
@@ -83,18 +123,27 @@ export const cartItems = api.table(
 export const processedNotifications = api.table("processed_notifications", {
   notificationId: text("notification_id").primaryKey(),
   orderId: bigint("order_id", { mode: "number" }).notNull(),
-  outcome: text("outcome", {
-    enum: ["paid", "already_paid", "unknown_order", "mismatch"],
-  }).notNull(),
+  /** What applying it did: a move (`paid`, `refunded`, `payment_failed`) or a review reason. */
+  outcome: text("outcome").notNull(),
   processedAt: timestamp("processed_at", { withTimezone: true }).notNull().defaultNow(),
 });
 
-/** Order-paid messages that could not be applied (unknown order, amount or currency mismatch). */
+export const reviewReasons = [
+  "unknown_order",
+  "mismatch",
+  "partial_refund",
+  "duplicate_payment",
+  "order_not_payable",
+  "refund_not_applicable",
+] as const;
+export type ReviewReason = (typeof reviewReasons)[number];
+
+/** Payment messages that need a person (L4): kept with the message, never applied blindly. */
 export const paymentReviews = api.table("payment_reviews", {
   id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
   notificationId: text("notification_id").notNull(),
   orderId: bigint("order_id", { mode: "number" }).notNull(),
-  reason: text("reason", { enum: ["unknown_order", "mismatch"] }).notNull(),
+  reason: text("reason", { enum: reviewReasons }).notNull(),
   message: jsonb("message").notNull(),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
 });

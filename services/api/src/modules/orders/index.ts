@@ -1,32 +1,29 @@
 import { problems } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
+import { idempotencyHeaders, once } from "../../lib/idempotency";
 import { orderIdParam } from "../../lib/ids";
 import { pageRequestOf } from "../../lib/paging";
 import { auth } from "../auth";
-import { newOrder, order, orderHeaders, orderListQuery, orderPage, orderPaidChange } from "./model";
-import { createOrder, createOrderOnce, getOrder, listOrders, payOrderManually } from "./service";
+import { linesOf, newOrder, order, orderListQuery, orderPage, orderStatusChange } from "./model";
+import { changeStatus, getOrder, listOrders, orderSettingsOf, placeOrder } from "./service";
 
-export const ordersController = ({
-  db,
-  verifyToken,
-  storeCurrency,
-  topology,
-  outboxWritten,
-}: ApiDeps) =>
-  new Elysia({ prefix: "/api/orders", detail: { tags: ["Orders"] } })
+export const ordersController = (deps: ApiDeps) => {
+  const { db, verifyToken, topology, outboxWritten } = deps;
+  const settings = orderSettingsOf(deps);
+  return new Elysia({ prefix: "/api/orders", detail: { tags: ["Orders"] } })
     .use(auth(verifyToken))
     .post(
       "/",
       async ({ body, headers, principal, set, status }) => {
+        const { lines, oneLine } = linesOf(body);
+        const place = (tx: Parameters<Parameters<typeof db.transaction>[0]>[0]) =>
+          placeOrder(tx, settings, principal.customerId, lines, { oneLine });
         const key = headers["idempotency-key"];
         const result = key
-          ? await createOrderOnce(db, principal.customerId, key, body, storeCurrency)
-          : {
-              status: 201,
-              body: await createOrder(db, principal.customerId, body, storeCurrency),
-              replayed: false,
-            };
+          ? await once(db, principal.customerId, key, ["POST /api/orders", body], place)
+          : { body: await db.transaction(place), replayed: false };
+        if (!result.replayed) outboxWritten();
         set.headers.location = `/api/orders/${result.body.order_id}`;
         if (result.replayed) set.headers["idempotent-replayed"] = "true";
         return status(201, result.body);
@@ -35,17 +32,27 @@ export const ordersController = ({
         auth: "customer",
         parse: "json",
         body: newOrder,
-        headers: orderHeaders,
+        headers: idempotencyHeaders,
         response: { 201: order, ...problems(400, 401, 404, 409, 413, 415, 422, 429, 503) },
-        detail: { summary: "Place an order; an Idempotency-Key makes retries safe" },
+        detail: {
+          summary: "Place an order",
+          description:
+            "Either one line (`product_id`, `qty`) or `items` of 1 to 50 lines, each product once. " +
+            "Stock of tracked products is taken at once; a line it cannot cover is 409 and " +
+            "nothing is taken. An Idempotency-Key makes retries safe.",
+        },
       },
     )
-    .get("/", ({ query, principal }) => listOrders(db, principal, pageRequestOf(query)), {
-      auth: "customer",
-      query: orderListQuery,
-      response: { 200: orderPage, ...problems(400, 401, 429, 503) },
-      detail: { summary: "List own orders (all for admin), newest first" },
-    })
+    .get(
+      "/",
+      ({ query, principal }) => listOrders(db, principal, pageRequestOf(query), query.status),
+      {
+        auth: "customer",
+        query: orderListQuery,
+        response: { 200: orderPage, ...problems(400, 401, 429, 503) },
+        detail: { summary: "List own orders (all for admin), newest first, optionally by status" },
+      },
+    )
     .get("/:order_id", ({ params, principal }) => getOrder(db, principal, params.order_id), {
       auth: "customer",
       params: t.Object({ order_id: orderIdParam }),
@@ -54,17 +61,30 @@ export const ordersController = ({
     })
     .patch(
       "/:order_id",
-      async ({ params }) => {
-        const { order, moved } = await payOrderManually(db, params.order_id, topology.orders.paid);
+      async ({ params, body, principal }) => {
+        const { order, moved } = await changeStatus(
+          db,
+          topology,
+          principal,
+          params.order_id,
+          body.status,
+        );
         if (moved) outboxWritten();
         return order;
       },
       {
-        auth: "admin",
+        auth: "customer",
         params: t.Object({ order_id: orderIdParam }),
         parse: "json",
-        body: orderPaidChange,
-        response: { 200: order, ...problems(400, 401, 403, 404, 413, 415, 429, 503) },
-        detail: { summary: "Mark an order paid (admin); already paid answers it unchanged" },
+        body: orderStatusChange,
+        response: { 200: order, ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503) },
+        detail: {
+          summary: "Move an order to another status",
+          description:
+            "created → paid, created → cancelled and paid → refunded. An admin may make any of " +
+            "them; a customer may only cancel their own unpaid order. Asking for the status the " +
+            "order already has answers it unchanged; a move that is not allowed is 409.",
+        },
       },
     );
+};

@@ -1,41 +1,106 @@
+import { ValidationError } from "@commerce/shared/errors";
 import { t } from "elysia";
 import { bodyInt, integer } from "../../lib/fields";
 import { productIdField } from "../../lib/ids";
 import { page, pageQuery } from "../../lib/paging";
 
+const timestamp = (description: string) =>
+  t.Nullable(t.String({ format: "date-time", description }));
+
+export const orderStatuses = ["created", "paid", "cancelled", "refunded"] as const;
+const status = t.UnionEnum(orderStatuses);
+
+export const orderItem = t.Object({
+  product_id: integer(),
+  name: t.String({ description: "The product's name when the order was made" }),
+  qty: integer(),
+  unit_price: integer({ description: "The product's price when the order was made" }),
+  amount: integer({ description: "unit_price × qty, in minor units of currency" }),
+});
+
 export const order = t.Object({
   order_id: integer(),
-  status: t.Union([t.Literal("created"), t.Literal("paid")]),
-  product_id: integer(),
-  qty: integer(),
-  amount: integer({ description: "price × qty at creation, in minor units of currency" }),
+  status,
+  items: t.Array(orderItem),
+  amount: integer({ description: "Sum of the lines' amounts, in minor units of currency" }),
   currency: t.String(),
   created_at: t.String({ format: "date-time" }),
-  paid_at: t.Nullable(t.String({ format: "date-time" })),
-});
-
-export const newOrder = t.Object(
-  { product_id: productIdField, qty: bodyInt(1, 1000) },
-  { additionalProperties: false },
-);
-
-export const orderPaidChange = t.Object(
-  { status: t.Literal("paid", { description: "The only move is created → paid" }) },
-  { additionalProperties: false },
-);
-
-export const orderHeaders = t.Object({
-  "idempotency-key": t.Optional(
-    t.String({
-      minLength: 1,
-      maxLength: 255,
-      description: "Retrying with the same key and body within 24 h replays the first response",
-    }),
+  expires_at: timestamp(
+    "When an unpaid order is cancelled as expired; null once it is not created",
   ),
+  paid_at: timestamp("When it was paid"),
+  cancelled_at: timestamp("When it was cancelled"),
+  refunded_at: timestamp("When it was refunded"),
+  cancel_reason: t.Nullable(
+    t.Union([t.Literal("customer"), t.Literal("admin"), t.Literal("expired")]),
+  ),
+  product_id: t.Optional(integer({ description: "For an order of one line: its product" })),
+  qty: t.Optional(integer({ description: "For an order of one line: its quantity" })),
 });
 
-export const orderListQuery = t.Object(pageQuery, { additionalProperties: true });
+const qty = bodyInt(1, 1000);
+const line = t.Object({ product_id: productIdField, qty }, { additionalProperties: false });
+
+/**
+ * Either the one-line body as first published (`product_id`, `qty`) or `items`. One object with
+ * every field optional, not a union, so a bad field is named in the 400 (`/qty`,
+ * `/items/0/product_id`); `linesOf` then requires exactly one of the two shapes.
+ */
+export const newOrder = t.Object(
+  {
+    product_id: t.Optional(productIdField),
+    qty: t.Optional(qty),
+    items: t.Optional(t.Array(line, { minItems: 1, maxItems: 50 })),
+  },
+  {
+    additionalProperties: false,
+    description: "Either product_id and qty (one line), or items (1 to 50 lines, each product once)",
+  },
+);
+
+export const orderStatusChange = t.Object(
+  {
+    status: t.Union(
+      orderStatuses.map((value) => t.Literal(value)),
+      {
+        description:
+          "paid or refunded (admin), cancelled (the owner or an admin); the status the order already has changes nothing",
+      },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const orderListQuery = t.Object(
+  { ...pageQuery, status: t.Optional(status) },
+  { additionalProperties: true },
+);
 export const orderPage = page(order);
 
 export type Order = typeof order.static;
+export type OrderItem = typeof orderItem.static;
 export type NewOrder = typeof newOrder.static;
+export type OrderStatus = (typeof orderStatuses)[number];
+/** One requested line: a product and how many. */
+export type OrderLine = { product_id: number; qty: number };
+
+/** The requested lines of either body shape (R1); 400 naming what is missing or extra. */
+export function linesOf(input: NewOrder): { lines: OrderLine[]; oneLine: boolean } {
+  const { product_id, qty, items } = input;
+  if (items !== undefined) {
+    const extra = product_id !== undefined ? "/product_id" : qty !== undefined ? "/qty" : undefined;
+    if (extra)
+      throw new ValidationError("The request body is invalid", [
+        { path: extra, message: "give either items, or product_id and qty, not both" },
+      ]);
+    return { lines: items, oneLine: false };
+  }
+  if (product_id === undefined || qty === undefined)
+    throw new ValidationError("The request body is invalid", [
+      {
+        path: product_id === undefined ? "/product_id" : "/qty",
+        message: `${product_id === undefined ? "product_id" : "qty"} is required (or give items)`,
+      },
+    ]);
+  return { lines: [{ product_id, qty }], oneLine: true };
+}

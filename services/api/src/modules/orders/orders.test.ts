@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { unique } from "@commerce/testing/basics";
 import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
-import { deleteExpiredIdempotencyKeys } from "./service";
+import { deleteExpiredIdempotencyKeys } from "../../lib/idempotency";
 
 let api: ApiHarness;
 let admin: string;
@@ -19,10 +19,10 @@ const countOrders = async (customerId: string) => {
 
 const outboxFor = (orderId: number) =>
   api.sql`select subject, message_id, payload from api.outbox where message_id = ${`order-paid-${orderId}`}
-          and subject = ${api.deps.topology.orders.paid}`;
+          and subject = ${api.deps.topology.orders.event("paid")}`;
 
 describe("orders", () => {
-  test("R1: creates an order: 201, Location, amount = price × qty, status created", async () => {
+  test("R1: the seed's one-line body creates an order: 201, Location, one line, the seed's fields, status created", async () => {
     const product = await api.product({ price: 1250 });
     const { token } = await api.customer();
     const res = await api.call("POST", "/api/orders", {
@@ -34,13 +34,20 @@ describe("orders", () => {
     expect(res.json).toEqual({
       order_id: expect.any(Number),
       status: "created",
+      items: [{ product_id: product.id, name: "Mug", qty: 3, unit_price: 1250, amount: 3750 }],
       product_id: product.id,
       qty: 3,
       amount: 3750,
       currency: "USD",
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      expires_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       paid_at: null,
+      cancelled_at: null,
+      refunded_at: null,
+      cancel_reason: null,
     });
+    // ORDER_TTL_SECONDS defaults to 1800.
+    expect(Date.parse(res.json.expires_at) - Date.parse(res.json.created_at)).toBe(1_800_000);
   });
 
   test("R1: an unknown product is 404 and creates nothing", async () => {
@@ -134,7 +141,7 @@ describe("orders", () => {
     const key = unique("key");
     // A claimed key without a recorded response is what a request still in flight leaves.
     const hash = new Bun.CryptoHasher("sha256")
-      .update(JSON.stringify([product.id, 1]))
+      .update(JSON.stringify(["POST /api/orders", { product_id: product.id, qty: 1 }]))
       .digest("hex");
     await api.sql`insert into api.idempotency_keys (customer_id, key, request_hash) values (${sub}, ${key}, ${hash})`;
     const res = await api.call("POST", "/api/orders", {
@@ -250,8 +257,10 @@ describe("orders", () => {
     expect(rows).toHaveLength(1);
     expect(rows[0].payload).toEqual({
       order_id: created.json.order_id,
+      status: "paid",
       amount: 1000,
       currency: "USD",
+      at: paid.json.paid_at,
       paid_at: paid.json.paid_at,
       source: "manual",
     });
@@ -277,7 +286,7 @@ describe("orders", () => {
     expect(await outboxFor(created.json.order_id)).toHaveLength(1);
   });
 
-  test("R4: a customer may not mark paid (403); other statuses or fields are 400; unknown order 404", async () => {
+  test("R4: a customer may not mark paid (403); unknown statuses or other fields are 400; unknown order 404", async () => {
     const product = await api.product();
     const { token } = await api.customer();
     const created = await api.call("POST", "/api/orders", {
@@ -287,7 +296,6 @@ describe("orders", () => {
     const path = `/api/orders/${created.json.order_id}`;
     expect((await api.call("PATCH", path, { token, body: { status: "paid" } })).status).toBe(403);
     for (const body of [
-      { status: "created" },
       { status: "shipped" },
       { status: "paid", qty: 2 },
       {},

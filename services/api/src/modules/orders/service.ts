@@ -1,254 +1,215 @@
 import {
   ConflictError,
-  HttpError,
+  ForbiddenError,
   NotFoundError,
-  UnprocessableError,
+  ValidationError,
 } from "@commerce/shared/errors";
-import { type OrdersPaid, orderPaidMessageId } from "@commerce/shared/messages";
-import { and, count, desc, eq, lt, sql } from "drizzle-orm";
+import type { MessageTopology } from "@commerce/shared/messages";
+import { and, count, desc, eq, sql } from "drizzle-orm";
 import type { Database, Executor } from "../../db";
-import { idempotencyKeys, orders, outbox, products } from "../../db/schema";
+import { orderItems, orders, products } from "../../db/schema";
 import { offsetOf, type PageRequest, pageFromWindow } from "../../lib/paging";
 import { preparedStatements } from "../../lib/prepared";
 import type { Principal } from "../auth/service";
-import type { NewOrder, Order } from "./model";
+import { takeStock, transition, writeOrderEvent } from "./lifecycle";
+import type { Order, OrderLine, OrderStatus } from "./model";
+import { itemsOf, orderRow, toOrder, withItems } from "./order-rows";
 
-type OrderRow = typeof orders.$inferSelect;
+/** What placing an order needs besides the lines. */
+export type OrderSettings = {
+  topology: MessageTopology;
+  currency: string;
+  /** L3: seconds until an unpaid order expires; 0 = never. */
+  ttlSeconds: number;
+};
 
-export const toOrder = (row: OrderRow): Order => ({
-  order_id: row.id,
-  status: row.status,
-  product_id: row.productId,
-  qty: row.qty,
-  amount: row.amount,
-  currency: row.currency,
-  created_at: row.createdAt.toISOString(),
-  paid_at: row.paidAt?.toISOString() ?? null,
+export const orderSettingsOf = (deps: {
+  topology: MessageTopology;
+  storeCurrency: string;
+  orderTtlSeconds: number;
+}): OrderSettings => ({
+  topology: deps.topology,
+  currency: deps.storeCurrency,
+  ttlSeconds: deps.orderTtlSeconds,
 });
 
-/** Where `orders.paid` messages go; tests give each run its own subject. */
-export type OrdersPaidSubject = string;
-
 const run = preparedStatements((db) => {
-  const id = sql.placeholder("id");
   const customerId = sql.placeholder("customerId");
+  const status = sql.placeholder("status");
   const limit = sql.placeholder("limit");
   const offset = sql.placeholder("offset");
   const pageColumns = { order: orders, total: sql<number>`count(*) over ()`.mapWith(Number) };
+  const page = (where?: ReturnType<typeof and>) =>
+    db
+      .select(pageColumns)
+      .from(orders)
+      .where(where)
+      .orderBy(desc(orders.id))
+      .limit(limit)
+      .offset(offset);
+  const total = (where?: ReturnType<typeof and>) =>
+    db.select({ total: count() }).from(orders).where(where);
+  const own = eq(orders.customerId, customerId);
+  const inStatus = eq(orders.status, status);
   return {
-    price: db
-      .select({ price: products.price })
-      .from(products)
-      .where(eq(products.id, sql.placeholder("productId")))
-      .prepare("product_price"),
-    insert: db
-      .insert(orders)
-      .values({
-        customerId,
-        productId: sql.placeholder("productId"),
-        qty: sql.placeholder("qty"),
-        amount: sql.placeholder("amount"),
-        currency: sql.placeholder("currency"),
+    products: db
+      .select({
+        id: products.id,
+        name: products.name,
+        price: products.price,
+        stock: products.stock,
       })
-      .returning()
-      .prepare("insert_order"),
-    anyById: db.select().from(orders).where(eq(orders.id, id)).prepare("order_by_id"),
-    ownById: db
-      .select()
-      .from(orders)
-      .where(and(eq(orders.id, id), eq(orders.customerId, customerId)))
-      .prepare("own_order_by_id"),
-    allPage: db
-      .select(pageColumns)
-      .from(orders)
-      .orderBy(desc(orders.id))
-      .limit(limit)
-      .offset(offset)
-      .prepare("orders_page"),
-    ownPage: db
-      .select(pageColumns)
-      .from(orders)
-      .where(eq(orders.customerId, customerId))
-      .orderBy(desc(orders.id))
-      .limit(limit)
-      .offset(offset)
-      .prepare("own_orders_page"),
-    allCount: db.select({ total: count() }).from(orders).prepare("orders_count"),
-    ownCount: db
-      .select({ total: count() })
-      .from(orders)
-      .where(eq(orders.customerId, customerId))
-      .prepare("own_orders_count"),
+      .from(products)
+      .where(sql`${products.id} = any(${sql.placeholder("ids")})`)
+      .prepare("order_products"),
+    allPage: page().prepare("orders_page"),
+    ownPage: page(own).prepare("own_orders_page"),
+    allStatusPage: page(inStatus).prepare("orders_status_page"),
+    ownStatusPage: page(and(own, inStatus)).prepare("own_orders_status_page"),
+    allCount: total().prepare("orders_count"),
+    ownCount: total(own).prepare("own_orders_count"),
+    allStatusCount: total(inStatus).prepare("orders_status_count"),
+    ownStatusCount: total(and(own, inStatus)).prepare("own_orders_status_count"),
   };
 });
 
-export async function createOrder(
-  db: Executor,
-  customerId: string,
-  input: NewOrder,
-  currency: string,
-): Promise<Order> {
-  const [product] = await run(db, "price", { productId: input.product_id });
-  if (!product) throw new NotFoundError(`Product ${input.product_id} does not exist`);
-  const [row] = await run(db, "insert", {
-    customerId,
-    productId: input.product_id,
-    qty: input.qty,
-    amount: product.price * input.qty,
-    currency,
-  });
-  return toOrder(row);
-}
-
-export type IdempotentResult = { status: number; body: Order; replayed: boolean };
-
-const keyLifetime = sql`interval '24 hours'`;
-/** A key still "running" after this long belongs to a request that died; it may be taken over. */
-const abandonedAfter = sql`interval '30 seconds'`;
+/** Where a line sits in the request body, for the problem's `errors` (R1, L2). */
+const linePath = (index: number, oneLine: boolean) => (oneLine ? "/qty" : `/items/${index}/qty`);
 
 /**
- * POST /api/orders with an Idempotency-Key (R2): the first request claims the key, creates the
- * order and records its response in one transaction; later ones replay it, or get 409 while it
- * runs, or 422 when their body differs.
+ * R1, L2: an order of `lines` at the products' current prices, with its stock taken and its
+ * `orders.created` event written, all in the caller's transaction. An unknown product is 404
+ * naming it; a line the stock cannot cover is 409 naming the line, and nothing is taken.
  */
-export async function createOrderOnce(
-  db: Database,
+export async function placeOrder(
+  tx: Executor,
+  settings: OrderSettings,
   customerId: string,
-  key: string,
-  input: NewOrder,
-  currency: string,
-): Promise<IdempotentResult> {
-  const requestHash = new Bun.CryptoHasher("sha256")
-    .update(JSON.stringify([input.product_id, input.qty]))
-    .digest("hex");
-  const thisKey = and(eq(idempotencyKeys.customerId, customerId), eq(idempotencyKeys.key, key));
+  lines: OrderLine[],
+  { oneLine = false } = {},
+): Promise<Order> {
+  const ids = lines.map((line) => line.product_id);
+  const repeated = ids.findIndex((id, i) => ids.indexOf(id) !== i);
+  if (repeated >= 0)
+    throw new ValidationError("The request body is invalid", [
+      { path: `/items/${repeated}/product_id`, message: "each product may appear only once" },
+    ]);
+  const found = new Map(
+    (await run(tx, "products", { ids })).map((product) => [product.id, product]),
+  );
+  const missing = ids.find((id) => !found.has(id));
+  if (missing !== undefined) throw new NotFoundError(`Product ${missing} does not exist`);
 
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const [claimed] = await db
-      .insert(idempotencyKeys)
-      .values({ customerId, key, requestHash })
-      .onConflictDoNothing()
-      .returning({ key: idempotencyKeys.key });
+  // A line already short by what was read is refused before anything is written or locked.
+  const shortNow = lines.flatMap((line, i) => {
+    const stock = found.get(line.product_id)?.stock;
+    return stock !== null && stock !== undefined && stock < line.qty ? [i] : [];
+  });
+  if (shortNow.length) throw stockConflict(lines, shortNow, oneLine);
 
-    if (claimed) {
-      try {
-        const order = await db.transaction(async (tx) => {
-          const created = await createOrder(tx, customerId, input, currency);
-          await tx
-            .update(idempotencyKeys)
-            .set({ responseStatus: 201, responseBody: created })
-            .where(thisKey);
-          return created;
-        });
-        return { status: 201, body: order, replayed: false };
-      } catch (error) {
-        // Nothing was created, so the key is released and a retry runs afresh.
-        await db.delete(idempotencyKeys).where(thisKey);
-        throw error;
-      }
-    }
-
-    const [existing] = await db
-      .select({
-        requestHash: idempotencyKeys.requestHash,
-        responseStatus: idempotencyKeys.responseStatus,
-        responseBody: idempotencyKeys.responseBody,
-        expired: sql<boolean>`${idempotencyKeys.createdAt} < now() - ${keyLifetime}`,
-        abandoned: sql<boolean>`${idempotencyKeys.createdAt} < now() - ${abandonedAfter}`,
-      })
-      .from(idempotencyKeys)
-      .where(thisKey);
-    if (!existing) continue;
-    const stale = existing.expired || (existing.responseStatus === null && existing.abandoned);
-    if (stale) {
-      await db
-        .delete(idempotencyKeys)
-        .where(and(thisKey, eq(idempotencyKeys.requestHash, existing.requestHash)));
-      continue;
-    }
-    if (existing.requestHash !== requestHash)
-      throw new UnprocessableError(
-        "This Idempotency-Key was already used with a different request body",
-      );
-    if (existing.responseStatus === null)
-      throw new ConflictError("A request with this Idempotency-Key is still being processed");
+  const priced = lines.map((line, i) => {
+    const product = found.get(line.product_id) as NonNullable<ReturnType<typeof found.get>>;
     return {
-      status: existing.responseStatus,
-      body: existing.responseBody as Order,
-      replayed: true,
+      line: i,
+      productId: line.product_id,
+      name: product.name,
+      qty: line.qty,
+      unitPrice: product.price,
+      amount: product.price * line.qty,
     };
-  }
-  throw new HttpError(500, "Internal Server Error", "Could not settle the Idempotency-Key");
+  });
+  const [row] = await tx
+    .insert(orders)
+    .values({
+      customerId,
+      amount: priced.reduce((sum, line) => sum + line.amount, 0),
+      currency: settings.currency,
+      expiresAt:
+        settings.ttlSeconds > 0 ? sql`now() + make_interval(secs => ${settings.ttlSeconds})` : null,
+    })
+    .returning();
+  const items = await tx
+    .insert(orderItems)
+    .values(priced.map((line) => ({ ...line, orderId: row.id })))
+    .returning();
+  const order = toOrder(row, items);
+  await writeOrderEvent(tx, settings.topology, "created", order, { source: "api" });
+
+  // Last, so the product rows stay locked for as short a time as possible before the commit.
+  const tracked = priced.filter((line) => found.get(line.productId)?.stock !== null);
+  const short = await takeStock(tx, tracked);
+  if (short.length) throw stockConflict(lines, short, oneLine);
+  return order;
+}
+
+function stockConflict(lines: OrderLine[], short: number[], oneLine: boolean): ConflictError {
+  return new ConflictError(
+    short.length === 1
+      ? `Not enough stock of product ${lines[short[0]].product_id} for this order`
+      : "Not enough stock for some lines of this order",
+    short.map((i) => ({
+      path: linePath(i, oneLine),
+      message: `not enough stock of product ${lines[i].product_id}`,
+    })),
+  );
 }
 
 /** An order as its caller may see it: own orders, or any for admin (A4); else 404, never 403. */
 export async function getOrder(db: Executor, principal: Principal, id: number): Promise<Order> {
-  const [row] = principal.admin
-    ? await run(db, "anyById", { id })
-    : await run(db, "ownById", { id, customerId: principal.customerId });
-  if (!row) throw new NotFoundError(`Order ${id} does not exist`);
-  return toOrder(row);
+  const row = await orderRow(db, id);
+  if (!row || (!principal.admin && row.customerId !== principal.customerId))
+    throw new NotFoundError(`Order ${id} does not exist`);
+  return toOrder(row, await itemsOf(db, id));
 }
 
-export async function listOrders(db: Database, principal: Principal, paging: PageRequest) {
+/** R3: own orders (all for an admin), newest first, optionally of one status. */
+export async function listOrders(
+  db: Database,
+  principal: Principal,
+  paging: PageRequest,
+  status?: OrderStatus,
+) {
   const window = {
     customerId: principal.customerId,
+    status,
     limit: paging.perPage,
     offset: offsetOf(paging),
   };
-  const rows = await run(db, principal.admin ? "allPage" : "ownPage", window);
-  return pageFromWindow(
+  const scope = principal.admin ? "all" : "own";
+  const filtered = status ? "Status" : "";
+  const rows = await run(db, `${scope}${filtered}Page` as "allPage", window);
+  const page = await pageFromWindow(
     rows,
-    () => run(db, principal.admin ? "allCount" : "ownCount", window),
+    () => run(db, `${scope}${filtered}Count` as "allCount", window),
     paging,
-    (row) => toOrder(row.order),
+    (row) => row.order,
   );
+  return { ...page, items: await withItems(db, page.items) };
 }
 
 /**
- * The one `created -> paid` move (R4, R5, M2). It changes the order only if it is still
- * `created`, and writes its `orders.paid` message to the outbox in the caller's transaction.
- * Returns the paid order and whether this call moved it; undefined for an unknown order.
+ * R4: PATCH /api/orders/{id}. An admin may ask for any status L1 allows; a customer only to
+ * cancel their own order (anything else 403; another customer's order 404).
  */
-export async function markPaid(
-  tx: Executor,
-  orderId: number,
-  source: OrdersPaid["source"],
-  subject: OrdersPaidSubject,
-): Promise<{ order: Order; moved: boolean } | undefined> {
-  const [moved] = await tx
-    .update(orders)
-    .set({ status: "paid", paidAt: sql`now()` })
-    .where(and(eq(orders.id, orderId), eq(orders.status, "created")))
-    .returning();
-  if (moved) {
-    const order = toOrder(moved);
-    const message: OrdersPaid = {
-      order_id: order.order_id,
-      amount: order.amount,
-      currency: order.currency,
-      paid_at: order.paid_at as string,
-      source,
-    };
-    await tx
-      .insert(outbox)
-      .values({ subject, messageId: orderPaidMessageId(orderId), payload: message });
-    return { order, moved: true };
-  }
-  const [row] = await tx.select().from(orders).where(eq(orders.id, orderId));
-  return row ? { order: toOrder(row), moved: false } : undefined;
-}
-
-/** PATCH /api/orders/{id} `{"status":"paid"}` by an admin: already paid answers the order unchanged. */
-export async function payOrderManually(
+export async function changeStatus(
   db: Database,
+  topology: MessageTopology,
+  principal: Principal,
   orderId: number,
-  subject: OrdersPaidSubject,
-): Promise<{ order: Order; moved: boolean }> {
-  const result = await db.transaction((tx) => markPaid(tx, orderId, "manual", subject));
-  if (!result) throw new NotFoundError(`Order ${orderId} does not exist`);
-  return result;
+  to: OrderStatus,
+) {
+  return db.transaction(async (tx) => {
+    if (!principal.admin) {
+      const row = await orderRow(tx, orderId);
+      if (!row || row.customerId !== principal.customerId)
+        throw new NotFoundError(`Order ${orderId} does not exist`);
+      if (to !== "cancelled")
+        throw new ForbiddenError("A customer may only cancel their own order");
+    }
+    return transition(tx, topology, orderId, {
+      to,
+      source: principal.admin ? "manual" : "api",
+      reason: to === "cancelled" ? (principal.admin ? "admin" : "customer") : undefined,
+    });
+  });
 }
-
-export const deleteExpiredIdempotencyKeys = (db: Database) =>
-  db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, sql`now() - ${keyLifetime}`));

@@ -7,12 +7,20 @@ export const product = t.Object({
   name: t.String(),
   price: integer({ description: "Price in minor units of STORE_CURRENCY" }),
   category: t.String(),
+  stock: t.Nullable(
+    integer({ description: "What can still be ordered; null when the stock is not tracked" }),
+  ),
 });
 
 const fields = {
   name: text(1, 200),
   price: bodyInt(0, 100_000_000, "Price in minor units of STORE_CURRENCY"),
   category: text(1, 100),
+  stock: t.Optional(
+    t.Union([t.Null(), bodyInt(0, 1_000_000)], {
+      description: "What can be ordered; null (or absent on create) for stock that is not tracked",
+    }),
+  ),
 };
 
 export const newProduct = t.Object(fields, { additionalProperties: false });

@@ -116,7 +116,13 @@ describe("products", () => {
       body: { name: "Kettle", price: 0, category },
     });
     expect(res.status).toBe(201);
-    expect(res.json).toEqual({ id: expect.any(Number), name: "Kettle", price: 0, category });
+    expect(res.json).toEqual({
+      id: expect.any(Number),
+      name: "Kettle",
+      price: 0,
+      category,
+      stock: null,
+    });
     expect(res.headers.get("location")).toBe(`/api/products/${res.json.id}`);
   });
 

@@ -11,6 +11,7 @@ const columns = {
   name: products.name,
   price: products.price,
   category: products.category,
+  stock: products.stock,
 };
 
 /** The catalog's hot reads. */

@@ -5,6 +5,7 @@ import {
   readBodyWithin,
 } from "@commerce/shared/http/body";
 import { requestIdOf } from "@commerce/shared/http/request-log";
+import { type MessageTopology, paymentEvents } from "@commerce/shared/messages";
 import { problems } from "@commerce/shared/openapi";
 import { clientIp } from "@commerce/shared/rate-limit";
 import { signatureHeader } from "@commerce/shared/signature";
@@ -20,6 +21,12 @@ import {
   SignatureRejectedError,
   storeNotification,
 } from "./service";
+
+/** M1: the subject of the message a notification event makes, if it makes one. */
+const messageSubjectOf = (event: string, topology: MessageTopology) =>
+  Object.hasOwn(paymentEvents, event)
+    ? topology.payments[paymentEvents[event as keyof typeof paymentEvents]]
+    : undefined;
 
 /** W1, W7: 64 KiB is far above any real notification and small enough to read whole. */
 export const notificationBodyLimit = 64 * 1024;
@@ -94,7 +101,7 @@ export function notificationsController(deps: PaymentsDeps) {
           notification,
           rawBody: text,
           sourceIp,
-          orderPaidSubject: topology.payments.orderPaid,
+          messageSubject: messageSubjectOf(notification.event, topology),
         });
         if (stored.outboxWritten) outboxWritten();
         record(request, stored.duplicate ? "duplicate" : "accepted", "none", log);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { parsePaymentOrderPaid, paymentOrderPaid } from "@commerce/shared/messages";
+import { parsePaymentMessage, paymentMessage } from "@commerce/shared/messages";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import { uniqueOrderId } from "@commerce/testing/payments-requests";
 import { storeNotification } from "./service";
@@ -26,15 +26,13 @@ describe("the order-paid message built in SQL", () => {
       notification,
       rawBody: JSON.stringify(notification),
       sourceIp: "127.0.0.1",
-      orderPaidSubject: payments.topology.payments.orderPaid,
+      messageSubject: payments.topology.payments.orderPaid,
     });
     const [row] = await payments.sql<{ payload: Record<string, unknown> }[]>`
       select payload from payments.outbox where message_id = ${id}`;
 
-    expect(parsePaymentOrderPaid(row.payload)).toBeDefined();
-    expect(Object.keys(row.payload).sort()).toEqual(
-      Object.keys(paymentOrderPaid.properties).sort(),
-    );
+    expect(parsePaymentMessage(row.payload)).toBeDefined();
+    expect(Object.keys(row.payload).sort()).toEqual(Object.keys(paymentMessage.properties).sort());
     expect(row.payload).toMatchObject({
       notification_id: id,
       order_id: orderId,

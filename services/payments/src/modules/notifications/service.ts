@@ -111,11 +111,9 @@ export function notificationIdOf(notification: PaymentNotification): string {
     .digest("hex");
 }
 
-export const orderPaidEvent = "payment.succeeded";
-
 /**
- * W5, W8: stores the notification and, for `payment.succeeded`, its order-paid message (M1) in
- * the outbox, atomically. A notification id already stored writes nothing (`duplicate`);
+ * W5, W8: stores the notification and, for `payment.succeeded`, `payment.refunded` and
+ * `payment.failed`, its message (M1) on `messageSubject` in the outbox, atomically. A notification id already stored writes nothing (`duplicate`);
  * concurrent copies wait on the primary key, so exactly one of them inserts.
  *
  * One statement, not a transaction of two inserts: it is the whole cost of accepting a
@@ -129,10 +127,11 @@ export async function storeNotification(
     notification: PaymentNotification;
     rawBody: string;
     sourceIp: string;
-    orderPaidSubject: string;
+    /** Where this notification's message goes; undefined for an event that makes none. */
+    messageSubject: string | undefined;
   },
 ): Promise<{ duplicate: boolean; outboxWritten: boolean }> {
-  const { id, notification, rawBody, sourceIp, orderPaidSubject } = input;
+  const { id, notification, rawBody, sourceIp, messageSubject } = input;
   const { event, order_id, amount, currency } = notification;
   const [result] = await sql<{ stored: number; queued: number }[]>`
     with stored as (
@@ -142,10 +141,10 @@ export async function storeNotification(
       returning id, order_id, amount, currency, received_at
     ), queued as (
       insert into payments.outbox (subject, message_id, payload)
-      select ${orderPaidSubject}, id, jsonb_build_object(
+      select ${messageSubject ?? ""}, id, jsonb_build_object(
         'notification_id', id, 'order_id', order_id, 'amount', amount, 'currency', currency,
         'received_at', to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-      from stored where ${event === orderPaidEvent}::boolean
+      from stored where ${messageSubject !== undefined}::boolean
       returning id
     )
     select (select count(*) from stored)::int as stored, (select count(*) from queued)::int as queued`;

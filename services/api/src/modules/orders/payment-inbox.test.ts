@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/database";
 import { createLogger } from "@commerce/shared/logger";
-import { type PaymentOrderPaid, streamsOf } from "@commerce/shared/messages";
+import { type PaymentMessage, streamsOf } from "@commerce/shared/messages";
 import { Metrics } from "@commerce/shared/metrics";
 import { ensureStream, NatsLink } from "@commerce/shared/nats";
 import { eventually, testNatsUrl, unique } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { createDatabase } from "../../db";
-import { ensureOrderPaidConsumer, OrderPaidConsumer } from "./order-paid-consumer";
+import { ensurePaymentConsumer, PaymentConsumer } from "./payment-consumer";
 
 let api: ApiHarness;
 let nats: NatsLink;
-const consumers: OrderPaidConsumer[] = [];
+const consumers: PaymentConsumer[] = [];
 const quiet = createLogger("error", {}, () => {});
 
 beforeAll(async () => {
@@ -21,7 +21,7 @@ beforeAll(async () => {
   await nats.start();
   const jsm = await nats.manager();
   for (const stream of streamsOf(topology)) await ensureStream(jsm, stream);
-  await ensureOrderPaidConsumer(jsm, topology, 5_000);
+  await ensurePaymentConsumer(jsm, topology, 5_000);
 });
 
 afterAll(async () => {
@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 function startConsumer(db = api.db) {
-  const consumer = new OrderPaidConsumer({
+  const consumer = new PaymentConsumer({
     db,
     nats,
     topology: api.deps.topology,
@@ -57,7 +57,7 @@ async function newOrder(price = 700, qty = 2) {
   return res.json as { order_id: number; amount: number; currency: string };
 }
 
-async function publish(message: PaymentOrderPaid, msgID = message.notification_id) {
+async function publish(message: PaymentMessage, msgID = message.notification_id) {
   const js = nats.jetstream();
   if (!js) throw new Error("no jetstream");
   await js.publish(api.deps.topology.payments.orderPaid, JSON.stringify(message), { msgID });
@@ -123,7 +123,7 @@ describe("order-paid consumer", () => {
     expect(await ordersPaid(order.order_id)).toHaveLength(1);
   });
 
-  test("M2: a second notification for a paid order is recorded as already paid; no second orders.paid", async () => {
+  test("L4, M2: a second, different payment for a paid order is kept for review as duplicate_payment; no second orders.paid", async () => {
     startConsumer();
     const order = await newOrder();
     await publish(paidMessage(order));
@@ -135,8 +135,11 @@ describe("order-paid consumer", () => {
     const outcome = await eventually(
       async () => (await processed(second.notification_id))?.outcome,
     );
-    expect(outcome).toBe("already_paid");
+    expect(outcome).toBe("duplicate_payment");
     expect(await ordersPaid(order.order_id)).toHaveLength(1);
+    const [review] =
+      await api.sql`select reason, notification_id from api.payment_reviews where order_id = ${order.order_id}`;
+    expect(review).toEqual({ reason: "duplicate_payment", notification_id: second.notification_id });
   });
 
   test("M2: amount or currency mismatch leaves the order unpaid and stores the case for review", async () => {

@@ -1,58 +1,67 @@
 import { describeError, type Logger } from "@commerce/shared/logger";
-import { type MessageTopology, parsePaymentOrderPaid } from "@commerce/shared/messages";
+import { type MessageTopology, parsePaymentMessage } from "@commerce/shared/messages";
 import type { Metrics } from "@commerce/shared/metrics";
 import { ensureConsumer, type NatsLink } from "@commerce/shared/nats";
 import type { ConsumerMessages, JetStreamManager, JsMsg } from "nats";
 import type { Database } from "../../db";
-import { applyOrderPaid } from "./order-paid";
+import { applyPaymentMessage, type PaymentKind } from "./payment-inbox";
 
-export type OrderPaidConsumerDeps = {
+export type PaymentConsumerDeps = {
   db: Database;
   nats: NatsLink;
   topology: MessageTopology;
   logger: Logger;
   metrics: Metrics;
-  /** Called after a message paid an order, so the outbox relay publishes `orders.paid` now. */
+  /** Called after a message wrote an order event, so the outbox relay publishes it now. */
   outboxWritten: () => void;
 };
 
 const decoder = new TextDecoder();
+const maxBackoffMs = 30_000;
 
-/** Declares the durable consumer `api-order-paid` (idempotent, so on every connect). */
-export const ensureOrderPaidConsumer = (
+/** Declares the durable consumer of every payment event (idempotent, so on every connect). */
+export const ensurePaymentConsumer = (
   jsm: JetStreamManager,
   topology: MessageTopology,
   ackWaitMs = 30_000,
 ) =>
   ensureConsumer(jsm, {
     stream: topology.payments.stream,
-    durable: topology.orderPaidConsumer,
-    filterSubject: topology.payments.orderPaid,
+    durable: topology.paymentEventsConsumer,
+    filterSubject: topology.payments.order,
     ackWaitMs,
   });
-const maxBackoffMs = 30_000;
+
+/** The payment event a subject carries (M1); undefined for a subject this api does not know. */
+function kindOf(subject: string, topology: MessageTopology): PaymentKind | undefined {
+  const { orderPaid, orderRefunded, orderFailed } = topology.payments;
+  return { [orderPaid]: "succeeded", [orderRefunded]: "refunded", [orderFailed]: "failed" }[
+    subject
+  ] as PaymentKind | undefined;
+}
 
 /**
- * The durable pull consumer `api-order-paid` (M1, M2, M4): every replica pulls from the same
- * durable consumer, so each message goes to one of them, and `applyOrderPaid` makes a redelivery
- * harmless. Database failures are nak'd with a growing delay; malformed messages are terminated.
+ * The durable pull consumer `api-payment-events` (M1, M2, M4): every replica pulls from the
+ * same durable consumer, so each message goes to one of them, and `applyPaymentMessage` makes a
+ * redelivery harmless. Database failures are nak'd with a growing delay; malformed messages are
+ * terminated; reviews are acked (a person takes them from there).
  */
-export class OrderPaidConsumer {
+export class PaymentConsumer {
   private messages?: ConsumerMessages;
   private running?: Promise<void>;
   private stopped = false;
   private inFlight = Promise.resolve();
   private readonly applied;
 
-  constructor(private readonly deps: OrderPaidConsumerDeps) {
+  constructor(private readonly deps: PaymentConsumerDeps) {
     this.applied = deps.metrics.counter(
-      "order_paid_messages_total",
-      "payments.order.paid messages by outcome (paid, already_paid, duplicate, unknown_order, mismatch, invalid, failed)",
+      "payment_messages_total",
+      "Payment messages by outcome: a move (paid, refunded), payment_failed, duplicate, a review reason, invalid or failed",
       ["outcome"],
     );
     deps.metrics.gauge(
-      "order_paid_consumer_lag",
-      "Messages not yet delivered to api-order-paid",
+      "payment_consumer_lag",
+      "Payment messages not yet applied by api-payment-events",
       () => this.lag(),
     );
   }
@@ -73,7 +82,7 @@ export class OrderPaidConsumer {
         if (!js) throw new Error("nats is not connected");
         const consumer = await js.consumers.get(
           topology.payments.stream,
-          topology.orderPaidConsumer,
+          topology.paymentEventsConsumer,
         );
         this.messages = await consumer.consume({ max_messages: 64 });
         for await (const message of this.messages) {
@@ -81,7 +90,7 @@ export class OrderPaidConsumer {
           await this.inFlight;
         }
       } catch (error) {
-        if (!this.stopped) logger.warn("order-paid consumer restarting", describeError(error));
+        if (!this.stopped) logger.warn("payment consumer restarting", describeError(error));
       }
       if (!this.stopped) await Bun.sleep(1000);
     }
@@ -95,31 +104,42 @@ export class OrderPaidConsumer {
     } catch {
       payload = undefined;
     }
-    const orderPaid = parsePaymentOrderPaid(payload);
-    if (!orderPaid) {
+    const kind = kindOf(message.subject, topology);
+    const payment = parsePaymentMessage(payload);
+    if (!payment || !kind) {
       this.applied.inc({ outcome: "invalid" });
-      logger.error("order-paid message is malformed; dropped", { stream_seq: message.seq });
+      logger.error("payment message is malformed; dropped", {
+        subject: message.subject,
+        stream_seq: message.seq,
+      });
       message.term();
       return;
     }
-    const fields = { notification_id: orderPaid.notification_id, order_id: orderPaid.order_id };
+    const fields = {
+      notification_id: payment.notification_id,
+      order_id: payment.order_id,
+      event: kind,
+    };
     try {
-      const outcome = await applyOrderPaid(db, orderPaid, topology.orders.paid);
+      const outcome = await applyPaymentMessage(db, topology, kind, payment);
       message.ack();
       this.applied.inc({ outcome });
-      if (outcome === "paid") outboxWritten();
-      if (outcome === "unknown_order" || outcome === "mismatch")
-        logger.warn("order-paid message kept for review", {
+      if (outcome === "paid" || outcome === "refunded" || outcome === "payment_failed") {
+        outboxWritten();
+        logger.info("payment message applied", { ...fields, outcome });
+      } else if (outcome === "duplicate")
+        logger.info("payment message seen before; nothing to do", fields);
+      else
+        logger.warn("payment message kept for review", {
           ...fields,
-          outcome,
-          amount: orderPaid.amount,
-          currency: orderPaid.currency,
+          reason: outcome,
+          amount: payment.amount,
+          currency: payment.currency,
         });
-      else logger.info("order-paid message applied", { ...fields, outcome });
     } catch (error) {
       const delay = Math.min(maxBackoffMs, 500 * 2 ** Math.min(message.info.redeliveryCount, 6));
       this.applied.inc({ outcome: "failed" });
-      logger.error("order-paid message failed; will be redelivered", {
+      logger.error("payment message failed; will be redelivered", {
         ...fields,
         retry_in_ms: delay,
         ...describeError(error),
@@ -131,7 +151,7 @@ export class OrderPaidConsumer {
   private async lag(): Promise<number> {
     const { nats, topology } = this.deps;
     const jsm = await nats.manager();
-    const info = await jsm.consumers.info(topology.payments.stream, topology.orderPaidConsumer);
+    const info = await jsm.consumers.info(topology.payments.stream, topology.paymentEventsConsumer);
     return info.num_pending + info.num_ack_pending;
   }
 

@@ -1,0 +1,65 @@
+import { ConflictError } from "@commerce/shared/errors";
+import { problems } from "@commerce/shared/openapi";
+import { asc, eq } from "drizzle-orm";
+import { Elysia, t } from "elysia";
+import type { Executor } from "../../db";
+import { cartItems } from "../../db/schema";
+import type { ApiDeps } from "../../deps";
+import { idempotencyHeaders, once } from "../../lib/idempotency";
+import { auth } from "../auth";
+import { order } from "./model";
+import { type OrderSettings, orderSettingsOf, placeOrder } from "./service";
+
+/**
+ * C4: an order of the cart's lines at current prices (the stock rule of R1 applies), and the
+ * cart emptied, in the caller's transaction. The cart's rows are locked first, so two checkouts
+ * of one cart make one order and the second finds the cart empty.
+ */
+export async function checkout(tx: Executor, settings: OrderSettings, customerId: string) {
+  const lines = await tx
+    .select({ product_id: cartItems.productId, qty: cartItems.qty })
+    .from(cartItems)
+    .where(eq(cartItems.customerId, customerId))
+    .orderBy(asc(cartItems.productId))
+    .for("update");
+  if (lines.length === 0) throw new ConflictError("The cart is empty");
+  const placed = await placeOrder(tx, settings, customerId, lines);
+  await tx.delete(cartItems).where(eq(cartItems.customerId, customerId));
+  return placed;
+}
+
+/** POST /api/cart/checkout: the cart becomes an order (the orders feature owns making orders). */
+export const checkoutController = (deps: ApiDeps) => {
+  const { db, verifyToken, outboxWritten } = deps;
+  const settings = orderSettingsOf(deps);
+  return new Elysia({ prefix: "/api/cart", detail: { tags: ["Cart"] } })
+    .use(auth(verifyToken))
+    .post(
+      "/checkout",
+      async ({ headers, principal, set, status }) => {
+        const work = (tx: Executor) => checkout(tx, settings, principal.customerId);
+        const key = headers["idempotency-key"];
+        const result = key
+          ? await once(db, principal.customerId, key, "POST /api/cart/checkout", work)
+          : { body: await db.transaction(work), replayed: false };
+        if (!result.replayed) outboxWritten();
+        set.headers.location = `/api/orders/${result.body.order_id}`;
+        if (result.replayed) set.headers["idempotent-replayed"] = "true";
+        return status(201, result.body);
+      },
+      {
+        auth: "customer",
+        parse: "json",
+        body: t.Optional(t.Object({}, { additionalProperties: false })),
+        headers: idempotencyHeaders,
+        response: { 201: order, ...problems(400, 401, 409, 413, 415, 422, 429, 503) },
+        detail: {
+          summary: "Check out the cart",
+          description:
+            "Makes an order of the cart's lines at current prices and empties the cart, in one " +
+            "step. An empty cart is 409; a line the stock cannot cover is 409 and the cart is " +
+            "kept. An Idempotency-Key makes retries safe.",
+        },
+      },
+    );
+};

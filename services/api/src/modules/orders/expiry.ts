@@ -1,0 +1,87 @@
+import { describeError, type Logger } from "@commerce/shared/logger";
+import type { MessageTopology } from "@commerce/shared/messages";
+import { and, asc, eq, lte, sql } from "drizzle-orm";
+import type { Database } from "../../db";
+import { orders } from "../../db/schema";
+import { transition } from "./lifecycle";
+
+/**
+ * L3: cancels, as `expired`, up to `limit` unpaid orders whose `expires_at` has passed, each in
+ * its own transaction through the lifecycle's `transition` (which gives the stock back and
+ * writes `orders.cancelled`). `SKIP LOCKED` lets replicas sweep side by side without taking the
+ * same order, and an order paid meanwhile is no longer `created`, so it is left alone.
+ * Returns how many orders it expired.
+ */
+export async function expireDueOrders(
+  db: Database,
+  topology: MessageTopology,
+  limit = 100,
+): Promise<number> {
+  let expired = 0;
+  for (; expired < limit; expired++) {
+    const moved = await db.transaction(async (tx) => {
+      const [due] = await tx
+        .select({ id: orders.id })
+        .from(orders)
+        .where(and(eq(orders.status, "created"), lte(orders.expiresAt, sql`now()`)))
+        .orderBy(asc(orders.expiresAt))
+        .limit(1)
+        .for("update", { skipLocked: true });
+      if (!due) return false;
+      await transition(tx, topology, due.id, {
+        to: "cancelled",
+        source: "expiry",
+        reason: "expired",
+      });
+      return true;
+    });
+    if (!moved) break;
+  }
+  return expired;
+}
+
+/**
+ * Runs `expireDueOrders` on a timer: every `ttlSeconds`, at most every 15 s, so an order is
+ * cancelled well within 60 s of its expiry (L3). Nothing runs when orders never expire.
+ */
+export class OrderExpirySweeper {
+  private timer?: Timer;
+  private running?: Promise<unknown>;
+
+  constructor(
+    private readonly deps: {
+      db: Database;
+      topology: MessageTopology;
+      logger: Logger;
+      ttlSeconds: number;
+      /** Called after orders expired, so the outbox relay publishes their events now. */
+      outboxWritten: () => void;
+    },
+  ) {}
+
+  start(): void {
+    if (this.deps.ttlSeconds <= 0) return;
+    const everyMs = Math.min(15, Math.max(1, this.deps.ttlSeconds)) * 1000;
+    this.timer = setInterval(() => this.sweep(), everyMs);
+  }
+
+  private sweep(): void {
+    if (this.running) return;
+    const { db, topology, logger, outboxWritten } = this.deps;
+    this.running = expireDueOrders(db, topology)
+      .then((expired) => {
+        if (expired === 0) return;
+        logger.info("orders expired", { count: expired });
+        outboxWritten();
+      })
+      .catch((error) => logger.warn("order expiry sweep failed", describeError(error)))
+      .finally(() => {
+        this.running = undefined;
+      });
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+}
