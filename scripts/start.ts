@@ -192,7 +192,9 @@ async function chooseDatabase(): Promise<Database> {
   if (env.DATABASE_URL?.trim()) {
     const url = env.DATABASE_URL.trim();
     const parsed = URL.canParse(url) ? new URL(url) : undefined;
-    const where = parsed ? `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}` : "not a URL";
+    const where = parsed
+      ? `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`
+      : "not a URL";
     const problem = await tryPostgres(url, "select 1");
     if (problem)
       throw new StartError(
