@@ -12,6 +12,8 @@ COPY package.json package-lock.json ./
 COPY shared/package.json shared/
 COPY services/api/package.json services/api/
 COPY services/payments/package.json services/payments/
+# npm ci's postinstall applies these to node_modules (patch-package); the build checks they are in.
+COPY patches/ patches/
 RUN npm ci --no-audit --no-fund
 COPY . .
 # bun build --compile embeds the Bun runtime of its target; TARGETARCH comes from BuildKit.

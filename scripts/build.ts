@@ -1,15 +1,21 @@
 /**
  * `npm run build`: one self-contained binary per service in dist/ (migrations embedded).
  * Whitespace and syntax minification only: full identifier minification is what Elysia's
- * deployment notes warn can break it. The binaries bundle postgres.js with the fix that
- * bunfig.toml preloads for source runs (shared/src/postgres-patch.ts).
+ * deployment notes warn can break it. The binaries bundle node_modules as installed, so they
+ * carry patches/ only if npm applied it: the build refuses an install that lacks a hunk.
  */
 import { statSync } from "node:fs";
 import type { Build } from "bun";
-import { postgresPatch } from "../shared/src/postgres-patch";
+import { missingHunks } from "./dependency-patches";
 
 const services = process.argv.slice(2).length ? process.argv.slice(2) : ["api", "payments"];
 const target = (process.env.BUN_BUILD_TARGET ?? "bun-linux-x64") as Build.CompileTarget;
+
+const { missing } = missingHunks();
+if (missing.length) {
+  console.error(`node_modules lacks patches/ (npm ci applies them):\n  ${missing.join("\n  ")}`);
+  process.exit(1);
+}
 
 for (const service of services) {
   const outfile = `dist/${service}`;
@@ -17,7 +23,6 @@ for (const service of services) {
     entrypoints: [`services/${service}/src/main.ts`],
     compile: { target, outfile },
     minify: { whitespace: true, syntax: true },
-    plugins: [postgresPatch],
   });
   for (const message of build.logs) console.error(message);
   if (!build.success) process.exit(1);

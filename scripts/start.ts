@@ -7,7 +7,8 @@
  *   2. PostgreSQL at START_PG_ADDRESS (127.0.0.1:5432) when it answers and lets us in as $PGUSER
  *      (else the login name; $PGPASSWORD if it needs one). The database is `commerce`, created
  *      when missing; if it is missing and we may not create it, the `postgres` database is used.
- *   3. Embedded PGlite in .data/pglite, served over the Postgres wire protocol on a free port.
+ *   3. Embedded PGlite, one per service in .data/pglite-api and .data/pglite-payments, each served
+ *      to that service's pool of one connection (start/embedded-postgres.ts says why).
  * NATS: NATS_URL when set (stops if it does not answer with JetStream); else NATS at
  * START_NATS_ADDRESS (127.0.0.1:4222) when it answers with JetStream; else a private
  * `nats-server -js -sd .data/nats` on a free port.
@@ -20,29 +21,30 @@
  * files `npm run token` and `npm run webhook` read. Ctrl-C (or SIGTERM) stops the services first,
  * then nats-server and PGlite, and exits 0.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { userInfo } from "node:os";
-import { createInterface } from "node:readline";
-import { SignJWT } from "jose";
-import { connect as connectNats } from "nats";
-import postgres from "postgres";
+import { Child, label } from "./start/child";
+import { demo } from "./start/demo";
+import { startEmbeddedPostgres } from "./start/embedded-postgres";
+import {
+  type Address,
+  answers,
+  errorText,
+  freePort,
+  jetStreamProblem,
+  tryPostgres,
+} from "./start/probes";
 
 const root = new URL("..", import.meta.url).pathname;
 const dataDir = `${root}.data`;
 const env = process.env;
+const serviceNames = ["api", "payments"] as const;
+type Service = (typeof serviceNames)[number];
 
 class StartError extends Error {}
 
 const say = (message: string) => process.stdout.write(`${label("start")}${message}\n`);
-
-function label(name: string): string {
-  return `${name.padEnd(8)} | `;
-}
-
-type Address = { host: string; port: number };
 
 /** "host:port", or undefined for "none" (skip that probe). */
 function address(name: string, fallback: string): Address | undefined {
@@ -60,112 +62,38 @@ function port(name: string, fallback: number): number {
   return Number(raw);
 }
 
-/** Whether something accepts TCP connections there. */
-function answers({ host, port }: Address, timeoutMs = 1000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once("connect", () => done(true));
-    socket.once("error", () => done(false));
-  });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function errorText(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const code = (error as { code?: unknown }).code;
-  return typeof code === "string" && !error.message.includes(code)
-    ? `${error.message} (${code})`
-    : error.message;
-}
-
 /** The secret from the environment, else the one kept in .data (made on first use, 0600). */
-function secret(envName: string, file: string, make: () => string): string {
+function secret(envName: string, file: string, prefix: string, bytes: number): string {
   const fromEnv = env[envName]?.trim();
   if (fromEnv) return fromEnv;
   const path = `${dataDir}/${file}`;
   if (!existsSync(path)) {
-    writeFileSync(path, `${make()}\n`, { mode: 0o600, flag: "wx" });
+    writeFileSync(path, `${prefix}${randomBytes(bytes).toString("hex")}\n`, {
+      mode: 0o600,
+      flag: "wx",
+    });
     say(`made .data/${file} (kept for the next start)`);
   }
   chmodSync(path, 0o600);
   return readFileSync(path, "utf8").trim();
 }
 
-/** A child process whose output is forwarded line by line behind its name. */
-class Child {
-  private readonly process: ChildProcess;
-  readonly exited: Promise<void>;
-  exitStatus?: string;
-
-  constructor(
-    readonly name: string,
-    command: string[],
-    childEnv: NodeJS.ProcessEnv = env,
-  ) {
-    // Its own process group: the terminal's Ctrl-C reaches only us, so we choose the order.
-    this.process = spawn(command[0], command.slice(1), {
-      cwd: root,
-      env: childEnv,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    for (const stream of [this.process.stdout, this.process.stderr])
-      if (stream)
-        createInterface({ input: stream }).on("line", (line) =>
-          process.stdout.write(`${label(name)}${line}\n`),
-        );
-    this.exited = new Promise((resolve) => {
-      this.process.once("exit", (code, signal) => {
-        this.exitStatus = signal ? `signal ${signal}` : `code ${code}`;
-        resolve();
-      });
-      this.process.once("error", (error) => {
-        this.exitStatus = errorText(error);
-        resolve();
-      });
-    });
-    children.push(this);
-    void this.exited.then(() => {
-      if (stopping) return;
-      process.stderr.write(`${label("start")}${name} exited (${this.exitStatus})\n`);
-      void stopAll(1);
-    });
-  }
-
-  get running(): boolean {
-    return this.exitStatus === undefined;
-  }
-
-  /** SIGTERM, then SIGKILL if it is still there after `graceMs`. */
-  async stop(graceMs: number): Promise<void> {
-    if (!this.running) return;
-    this.process.kill("SIGTERM");
-    const timer = setTimeout(() => this.kill(), graceMs);
-    await this.exited;
-    clearTimeout(timer);
-  }
-
-  kill(): void {
-    if (this.running) this.process.kill("SIGKILL");
-  }
+/** Starts a child; its exit before `npm start` stops it stops everything. */
+function supervise(name: string, command: string[], childEnv: NodeJS.ProcessEnv = env): Child {
+  const child = new Child(name, command, { cwd: root, env: childEnv });
+  children.push(child);
+  void child.exited.then(() => {
+    if (stopping) return;
+    process.stderr.write(`${label("start")}${name} exited (${child.exitStatus})\n`);
+    void stopAll(1);
+  });
+  return child;
 }
 
 const children: Child[] = [];
 let services: Child[] = [];
 let natsServer: Child | undefined;
-let embedded: { close(): Promise<void> } | undefined;
+const embedded: Array<() => Promise<void>> = [];
 let stopping: { exitCode: number; done: Promise<void> } | undefined;
 
 /** Services first (they drain NATS and close the database), then nats-server, then PGlite. */
@@ -173,11 +101,11 @@ async function stopAll(exitCode: number): Promise<never> {
   stopping ??= {
     exitCode,
     done: (async () => {
-      const started = children.length > 0 || embedded !== undefined;
+      const started = children.length > 0 || embedded.length > 0;
       if (started) say("stopping");
       await Promise.all(services.map((child) => child.stop(12_000)));
       await natsServer?.stop(10_000);
-      await embedded?.close();
+      await Promise.all(embedded.map((close) => close()));
       if (started) say("stopped");
     })(),
   };
@@ -192,70 +120,60 @@ process.on("exit", () => {
 });
 
 async function main(): Promise<void> {
-  const apiPort = port("START_API_PORT", 3000);
-  const paymentsPort = port("START_PAYMENTS_PORT", 3001);
-  for (const [name, servicePort] of [
-    ["START_API_PORT", apiPort],
-    ["START_PAYMENTS_PORT", paymentsPort],
-  ] as const)
-    if (await answers({ host: "127.0.0.1", port: servicePort }))
+  const ports = { api: port("START_API_PORT", 3000), payments: port("START_PAYMENTS_PORT", 3001) };
+  for (const service of serviceNames)
+    if (await answers({ host: "127.0.0.1", port: ports[service] }))
       throw new StartError(
-        `port ${servicePort} is in use (another npm start?): stop that or set ${name}`,
+        `port ${ports[service]} is in use (another npm start?): stop that or set START_${service.toUpperCase()}_PORT`,
       );
 
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const jwtSecret = secret("AUTH_JWT_SECRET", "auth-jwt-secret", () =>
-    randomBytes(32).toString("hex"),
-  );
-  const webhookSecrets = secret(
-    "PAYMENT_WEBHOOK_SECRETS",
-    "payment-webhook-secret",
-    () => `whsec_${randomBytes(24).toString("hex")}`,
-  );
+  const secrets: Record<Service, Record<string, string>> = {
+    api: { AUTH_JWT_SECRET: secret("AUTH_JWT_SECRET", "auth-jwt-secret", "", 32) },
+    payments: {
+      PAYMENT_WEBHOOK_SECRETS: secret(
+        "PAYMENT_WEBHOOK_SECRETS",
+        "payment-webhook-secret",
+        "whsec_",
+        24,
+      ),
+    },
+  };
 
   const database = await chooseDatabase();
   say(`database: ${database.description}`);
   const nats = await chooseNats();
   say(`nats: ${nats.description}`);
 
-  const serviceEnv = (servicePort: number, own: Record<string, string>) => {
+  const urls = {
+    api: `http://127.0.0.1:${ports.api}`,
+    payments: `http://127.0.0.1:${ports.payments}`,
+  };
+  services = serviceNames.map((service) => {
     const childEnv: NodeJS.ProcessEnv = {
       ...env,
-      PORT: String(servicePort),
-      DATABASE_URL: database.url,
+      PORT: String(ports[service]),
       NATS_URL: nats.url,
-      ...own,
     };
     // Each service gets only its own secret.
-    if (!own.AUTH_JWT_SECRET) delete childEnv.AUTH_JWT_SECRET;
-    if (!own.PAYMENT_WEBHOOK_SECRETS) delete childEnv.PAYMENT_WEBHOOK_SECRETS;
-    return childEnv;
-  };
-  const api = new Child(
-    "api",
-    [process.execPath, "services/api/src/main.ts"],
-    serviceEnv(apiPort, { AUTH_JWT_SECRET: jwtSecret }),
-  );
-  const payments = new Child(
-    "payments",
-    [process.execPath, "services/payments/src/main.ts"],
-    serviceEnv(paymentsPort, { PAYMENT_WEBHOOK_SECRETS: webhookSecrets }),
-  );
-  services = [api, payments];
-  const apiUrl = `http://127.0.0.1:${apiPort}`;
-  const paymentsUrl = `http://127.0.0.1:${paymentsPort}`;
-  await Promise.all([waitReady(api, apiUrl), waitReady(payments, paymentsUrl)]);
+    delete childEnv.AUTH_JWT_SECRET;
+    delete childEnv.PAYMENT_WEBHOOK_SECRETS;
+    Object.assign(childEnv, { DATABASE_URL: database.urls[service] }, secrets[service]);
+    return supervise(service, [process.execPath, `services/${service}/src/main.ts`], childEnv);
+  });
+  await Promise.all(services.map((child, i) => waitReady(child, urls[serviceNames[i]])));
 
   const lines = [
     "",
-    `api       ${apiUrl}   Swagger UI ${apiUrl}/swagger`,
-    `payments  ${paymentsUrl}   Swagger UI ${paymentsUrl}/swagger`,
+    `api       ${urls.api}   Swagger UI ${urls.api}/swagger`,
+    `payments  ${urls.payments}   Swagger UI ${urls.payments}/swagger`,
     `database  ${database.description}`,
     `nats      ${nats.description}`,
     "",
   ];
   try {
-    lines.push(...(await demo(apiUrl, paymentsPort, jwtSecret)));
+    const jwtSecret = secrets.api.AUTH_JWT_SECRET;
+    lines.push(...(await demo({ apiUrl: urls.api, paymentsPort: ports.payments, jwtSecret }, say)));
   } catch (error) {
     lines.push(`(no demo data or tokens: ${errorText(error)})`, "");
   }
@@ -263,46 +181,34 @@ async function main(): Promise<void> {
   for (const line of lines) say(line);
 }
 
-type Choice = { url: string; description: string };
+type Database = { urls: Record<Service, string>; description: string };
 
-async function chooseDatabase(): Promise<Choice> {
+const everyService = (url: string, description: string): Database => ({
+  urls: { api: url, payments: url },
+  description,
+});
+
+async function chooseDatabase(): Promise<Database> {
   if (env.DATABASE_URL?.trim()) {
     const url = env.DATABASE_URL.trim();
-    const where = describeUrl(url);
-    const problem = await postgresProblem(url);
+    const parsed = URL.canParse(url) ? new URL(url) : undefined;
+    const where = parsed
+      ? `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`
+      : "not a URL";
+    const problem = await tryPostgres(url, "select 1");
     if (problem)
-      throw new StartError(`DATABASE_URL (${where}) does not answer: ${problem}; fix or unset it`);
-    return { url, description: `DATABASE_URL (${where})` };
+      throw new StartError(
+        `DATABASE_URL (${where}) does not answer: ${problem.text}; fix or unset it`,
+      );
+    return everyService(url, `DATABASE_URL (${where})`);
   }
   const local = address("START_PG_ADDRESS", "127.0.0.1:5432");
   if (local && (await answers(local))) {
     const chosen = await localPostgres(local);
-    if ("url" in chosen) return chosen;
+    if ("urls" in chosen) return chosen;
     say(`PostgreSQL at ${local.host}:${local.port} answers but ${chosen.refused}; using PGlite`);
   }
   return startPglite();
-}
-
-function describeUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
-  } catch {
-    return "not a URL";
-  }
-}
-
-/** Undefined when `select 1` works there, else why not. */
-async function postgresProblem(url: string): Promise<string | undefined> {
-  const sql = postgres(url, { max: 1, connect_timeout: 5, onnotice: () => {} });
-  try {
-    await sql`select 1`;
-    return undefined;
-  } catch (error) {
-    return errorText(error);
-  } finally {
-    await sql.end({ timeout: 1 });
-  }
 }
 
 /** Who we are, as libpq would say: Bun's userInfo() answers "unknown" where $USER is unset. */
@@ -314,41 +220,43 @@ function loginName(): string {
 }
 
 /** The `commerce` database on a local server, created if missing; `postgres` if we may not. */
-async function localPostgres({ host, port }: Address): Promise<Choice | { refused: string }> {
+async function localPostgres({ host, port }: Address): Promise<Database | { refused: string }> {
   const user = env.PGUSER || loginName();
-  const urlOf = (db: string) => `postgres://${encodeURIComponent(user)}@${host}:${port}/${db}`;
-  const described = (db: string) => ({
-    url: urlOf(db),
-    description: `PostgreSQL ${host}:${port}/${db} as ${user}`,
-  });
-  const sql = postgres(urlOf("commerce"), { max: 1, connect_timeout: 5, onnotice: () => {} });
-  try {
-    await sql`select 1`;
-    return described("commerce");
-  } catch (error) {
-    if ((error as { code?: string }).code !== "3D000") return { refused: errorText(error) };
-  } finally {
-    await sql.end({ timeout: 1 });
-  }
-  const admin = postgres(urlOf("postgres"), { max: 1, connect_timeout: 5, onnotice: () => {} });
-  try {
-    await admin`create database commerce`;
-    say(`created database commerce on ${host}:${port}`);
-    return described("commerce");
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === "42P04") return described("commerce");
-    if (code === "42501") {
-      say(`may not create database commerce (${errorText(error)}); using database postgres`);
-      return described("postgres");
-    }
-    return { refused: errorText(error) };
-  } finally {
-    await admin.end({ timeout: 1 });
-  }
+  const on = (db: string) =>
+    everyService(
+      `postgres://${encodeURIComponent(user)}@${host}:${port}/${db}`,
+      `PostgreSQL ${host}:${port}/${db} as ${user}`,
+    );
+  const missing = await tryPostgres(on("commerce").urls.api, "select 1");
+  if (!missing) return on("commerce");
+  if (missing.code !== "3D000") return { refused: missing.text };
+  const refused = await tryPostgres(on("postgres").urls.api, "create database commerce");
+  if (!refused) say(`created database commerce on ${host}:${port}`);
+  if (!refused || refused.code === "42P04") return on("commerce");
+  if (refused.code !== "42501") return { refused: refused.text };
+  say(`may not create database commerce (${refused.text}); using database postgres`);
+  return on("postgres");
 }
 
-async function chooseNats(): Promise<Choice> {
+async function startPglite(): Promise<Database> {
+  say("starting embedded PGlite in .data/pglite-api and -payments (the first start takes a while)");
+  if (existsSync(`${dataDir}/pglite`))
+    say(".data/pglite (one PGlite for both services, from an earlier npm start) is no longer used");
+  const urls = {} as Record<Service, string>;
+  await Promise.all(
+    serviceNames.map(async (service) => {
+      const database = await startEmbeddedPostgres(`${dataDir}/pglite-${service}`);
+      embedded.push(database.stop);
+      urls[service] = database.url;
+    }),
+  );
+  const where = serviceNames.map((service) => `${service} ${new URL(urls[service]).host}`);
+  return { urls, description: `embedded PGlite in .data/pglite-*, ${where.join(", ")}` };
+}
+
+type Nats = { url: string; description: string };
+
+async function chooseNats(): Promise<Nats> {
   if (env.NATS_URL?.trim()) {
     const url = env.NATS_URL.trim();
     const problem = await jetStreamProblem(url);
@@ -365,25 +273,7 @@ async function chooseNats(): Promise<Choice> {
   return startNatsServer();
 }
 
-/** Undefined when NATS answers there with JetStream enabled, else what is wrong. */
-async function jetStreamProblem(url: string): Promise<string | undefined> {
-  let nc: Awaited<ReturnType<typeof connectNats>>;
-  try {
-    nc = await connectNats({ servers: url, timeout: 3000, reconnect: false });
-  } catch (error) {
-    return `does not answer (${errorText(error)})`;
-  }
-  try {
-    await nc.jetstreamManager();
-    return undefined;
-  } catch {
-    return "answers without JetStream (run nats-server with -js)";
-  } finally {
-    await nc.close();
-  }
-}
-
-async function startNatsServer(): Promise<Choice> {
+async function startNatsServer(): Promise<Nats> {
   // Debian installs it in /usr/sbin, which a normal user's PATH may lack.
   const binary = Bun.which("nats-server", { PATH: `${env.PATH ?? ""}:/usr/sbin:/usr/local/sbin` });
   if (!binary)
@@ -391,16 +281,8 @@ async function startNatsServer(): Promise<Choice> {
       "nats-server not found: install it (apt-get install nats-server, brew install nats-server) or set NATS_URL to a NATS with JetStream",
     );
   const natsPort = await freePort();
-  natsServer = new Child("nats", [
-    binary,
-    "-js",
-    "-sd",
-    `${dataDir}/nats`,
-    "-a",
-    "127.0.0.1",
-    "-p",
-    String(natsPort),
-  ]);
+  const args = ["-js", "-sd", `${dataDir}/nats`, "-a", "127.0.0.1", "-p", String(natsPort)];
+  natsServer = supervise("nats", [binary, ...args]);
   const deadline = Date.now() + 15_000;
   while (!(await answers({ host: "127.0.0.1", port: natsPort }))) {
     if (!natsServer.running || Date.now() > deadline)
@@ -409,202 +291,6 @@ async function startNatsServer(): Promise<Choice> {
   }
   const url = `nats://127.0.0.1:${natsPort}`;
   return { url, description: `private nats-server ${url}, JetStream in .data/nats` };
-}
-
-/** The part of PGlite's API the gateway uses. */
-type Pglite = {
-  runExclusive<T>(work: () => Promise<T>): Promise<T>;
-  execProtocolRawStream(
-    message: Uint8Array,
-    options: { onRawData: (data: Uint8Array) => void },
-  ): Promise<void>;
-  isInTransaction(): boolean;
-  exec(query: string): Promise<unknown>;
-  close(): Promise<void>;
-};
-
-async function startPglite(): Promise<Choice> {
-  // Loaded by name: only this mode needs the package, and its absence deserves one clear line.
-  const packageName = "@electric-sql/pglite";
-  let PGlite: { create(dataDir: string): Promise<Pglite> };
-  try {
-    ({ PGlite } = await import(packageName));
-  } catch {
-    throw new StartError(
-      `no PostgreSQL answers and ${packageName} is not installed: run npm install, or set DATABASE_URL`,
-    );
-  }
-  say("starting embedded PGlite in .data/pglite (the first start takes a few seconds)");
-  const db = await PGlite.create(`${dataDir}/pglite`);
-  const gateway = new PgliteGateway(db);
-  const gatewayPort = await gateway.listen();
-  embedded = {
-    close: async () => {
-      await gateway.close();
-      await db.close();
-    },
-  };
-  return {
-    url: `postgres://postgres@127.0.0.1:${gatewayPort}/postgres`,
-    description: `embedded PGlite (.data/pglite) at 127.0.0.1:${gatewayPort}`,
-  };
-}
-
-const SSL_REQUEST = 80877103;
-const GSSENC_REQUEST = 80877104;
-const CANCEL_REQUEST = 80877102;
-const SYNC_MESSAGE = new Uint8Array([0x53, 0, 0, 0, 4]);
-
-/**
- * Serves one PGlite (a single Postgres session) to many client connections. A connection owns
- * the session from its first message until a Sync or simple Query leaves it outside any
- * transaction, so extended-protocol steps and transactions are never interleaved (what
- * pglite-socket's per-message queue does, which loses portals under a pool). What stays shared:
- * session settings, advisory locks (one session holds them all) and prepared statements, which
- * postgres.js names per connection at random, so they do not collide.
- */
-class PgliteGateway {
-  private server?: Server;
-  private owner?: object;
-  private readonly waiting: Array<() => void> = [];
-  private readonly sockets = new Set<Socket>();
-
-  constructor(private readonly db: Pglite) {}
-
-  async listen(): Promise<number> {
-    const server = createServer((socket) => this.serve(socket));
-    this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", resolve);
-    });
-    return (server.address() as { port: number }).port;
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    const server = this.server;
-    if (server) await new Promise((resolve) => server.close(resolve));
-  }
-
-  private async acquire(client: object): Promise<void> {
-    while (this.owner && this.owner !== client)
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.owner = client;
-  }
-
-  private release(client: object): void {
-    if (this.owner !== client) return;
-    this.owner = undefined;
-    this.waiting.shift()?.();
-  }
-
-  private run(bytes: Uint8Array, reply: (data: Uint8Array) => void): Promise<void> {
-    return this.db.runExclusive(() => this.db.execProtocolRawStream(bytes, { onRawData: reply }));
-  }
-
-  private serve(socket: Socket): void {
-    const client = {};
-    this.sockets.add(socket);
-    socket.setNoDelay(true);
-    let buffer: Buffer = Buffer.alloc(0);
-    let started = false;
-    let busy = false;
-    let closed = false;
-    const statements = new Set<string>();
-    const reply = (data: Uint8Array) => {
-      if (!socket.destroyed && data.length) socket.write(data);
-    };
-
-    /** Handles the startup packet: SSL and GSS requests are declined, cancels are ignored. */
-    const startup = async (): Promise<boolean> => {
-      if (buffer.length < 8 || buffer.length < buffer.readInt32BE(0)) return false;
-      const length = buffer.readInt32BE(0);
-      const code = buffer.readInt32BE(4);
-      const packet = buffer.subarray(0, length);
-      buffer = buffer.subarray(length);
-      if (code === SSL_REQUEST || code === GSSENC_REQUEST) socket.write("N");
-      else if (code === CANCEL_REQUEST) socket.end();
-      else {
-        await this.acquire(client);
-        try {
-          await this.run(packet, reply);
-        } finally {
-          this.release(client);
-        }
-        started = true;
-      }
-      return true;
-    };
-
-    /** Runs the complete messages up to the next Sync or Query; false when there are none. */
-    const batch = async (): Promise<boolean> => {
-      let end = 0;
-      let last = "";
-      while (end + 5 <= buffer.length) {
-        const type = String.fromCharCode(buffer[end]);
-        const size = 1 + buffer.readInt32BE(end + 1);
-        if (type === "X" || end + size > buffer.length) {
-          if (type === "X" && end === 0) socket.end();
-          break;
-        }
-        if (type === "P") {
-          const name = buffer.toString("utf8", end + 5, buffer.indexOf(0, end + 5));
-          if (name) statements.add(name);
-        }
-        end += size;
-        last = type;
-        if (type === "S" || type === "Q") break;
-      }
-      if (end === 0) return false;
-      const messages = buffer.subarray(0, end);
-      buffer = buffer.subarray(end);
-      await this.acquire(client);
-      await this.run(messages, reply);
-      if ((last === "S" || last === "Q") && !this.db.isInTransaction()) this.release(client);
-      return true;
-    };
-
-    const pump = async () => {
-      if (busy) return;
-      busy = true;
-      try {
-        while (!closed && !socket.destroyed && (started ? await batch() : await startup()));
-      } catch {
-        socket.destroy();
-      } finally {
-        busy = false;
-      }
-    };
-
-    socket.on("data", (chunk: Buffer) => {
-      buffer = buffer.length ? Buffer.concat([buffer, chunk]) : chunk;
-      void pump();
-    });
-    socket.on("error", () => {});
-    socket.on("close", async () => {
-      closed = true;
-      this.sockets.delete(socket);
-      while (busy) await Bun.sleep(5);
-      const midway = this.owner === client;
-      if (!midway && statements.size === 0) return;
-      await this.acquire(client);
-      try {
-        // A client gone mid-transaction or mid-batch leaves the session as it found it...
-        if (midway) {
-          await this.run(SYNC_MESSAGE, () => {});
-          if (this.db.isInTransaction()) await this.db.exec("rollback");
-        }
-        // ...and its prepared statements go with it, as they would with a backend of its own.
-        for (const name of statements)
-          await this.db.exec(`deallocate "${name.replaceAll('"', '""')}"`).catch(() => {});
-      } catch {
-        // The client is gone either way; PGlite answers the next one as usual.
-      } finally {
-        this.release(client);
-      }
-    });
-  }
 }
 
 async function waitReady(child: Child, url: string): Promise<void> {
@@ -619,109 +305,6 @@ async function waitReady(child: Child, url: string): Promise<void> {
     await Bun.sleep(250);
   }
   throw new StartError(`${child.name} was not ready after 90 s (GET ${url}/ready)`);
-}
-
-const demoCatalog: Record<string, Array<[string, number]>> = {
-  coffee: [
-    ["Espresso beans, 1 kg", 2490],
-    ["Filter roast, 500 g", 1290],
-    ["Decaf beans, 250 g", 890],
-  ],
-  tea: [
-    ["Sencha, 100 g", 990],
-    ["Earl Grey, 250 g", 750],
-    ["Rooibos, 200 g", 650],
-  ],
-  kitchen: [
-    ["Stoneware mug", 1299],
-    ["Pour-over dripper", 2200],
-    ["Burr grinder", 8900],
-  ],
-  books: [
-    ["The coffee atlas", 3500],
-    ["Tea, a short history", 1800],
-    ["Brewing at home", 2400],
-  ],
-};
-
-const tokenTtl = "12h";
-
-/** 4980 USD minor units as "49.80 USD" (amounts in the API are minor units). */
-function money(minor: number, currency: string): string {
-  const digits =
-    new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions()
-      .maximumFractionDigits ?? 2;
-  return `${(minor / 10 ** digits).toFixed(digits)} ${currency}`;
-}
-
-async function token(subject: string, scope: string, jwtSecret: string): Promise<string> {
-  let jwt = new SignJWT({ scope })
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-    .setSubject(subject)
-    .setIssuedAt()
-    .setExpirationTime(tokenTtl);
-  if (env.AUTH_ISSUER) jwt = jwt.setIssuer(env.AUTH_ISSUER);
-  if (env.AUTH_AUDIENCE) jwt = jwt.setAudience(env.AUTH_AUDIENCE);
-  return jwt.sign(new TextEncoder().encode(jwtSecret));
-}
-
-/** Demo products on an empty catalog, one fresh order, and the lines that tell how to use them. */
-async function demo(apiUrl: string, paymentsPort: number, jwtSecret: string): Promise<string[]> {
-  if (env.AUTH_JWKS_URL)
-    throw new StartError("AUTH_JWKS_URL is set, so the api takes no tokens we can sign");
-  const adminToken = await token("demo-admin", "admin", jwtSecret);
-  const customerToken = await token("alice", "customer", jwtSecret);
-  const call = async <T>(method: string, path: string, bearer: string, body?: unknown) => {
-    const response = await fetch(`${apiUrl}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${bearer}`,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (!response.ok)
-      throw new StartError(`${method} ${path} answered ${response.status}: ${text.slice(0, 200)}`);
-    return JSON.parse(text) as T;
-  };
-  type Page = { total: number; items: Array<{ id: number; name: string }> };
-
-  const catalog = await call<Page>("GET", "/api/products?per_page=1", adminToken);
-  if (catalog.total === 0) {
-    let count = 0;
-    for (const [category, products] of Object.entries(demoCatalog))
-      for (const [name, price] of products) {
-        await call("POST", "/api/products", adminToken, { name, price, category });
-        count++;
-      }
-    say(`created ${count} demo products in ${Object.keys(demoCatalog).length} categories`);
-  }
-  const [product] = (await call<Page>("GET", "/api/products?per_page=1", adminToken)).items;
-  const order = await call<{ order_id: number; amount: number; currency: string }>(
-    "POST",
-    "/api/orders",
-    customerToken,
-    { product_id: product.id, qty: 2 },
-  );
-  const webhook = [
-    `npm run webhook -- --order ${order.order_id} --amount ${order.amount}`,
-    // A fresh id: a NATS shared with another stack may hold the derived id in its dedup window.
-    ` --id evt_demo_${order.order_id}_${randomBytes(4).toString("hex")}`,
-    order.currency === "USD" ? "" : ` --currency ${order.currency}`,
-    paymentsPort === 3001 ? "" : ` --url http://127.0.0.1:${paymentsPort}/api/webhooks/payment`,
-  ].join("");
-  return [
-    `Tokens (valid ${tokenTtl}; more with npm run token -- --sub NAME [--admin]):`,
-    `  export ADMIN_TOKEN=${adminToken}`,
-    `  export TOKEN=${customerToken}`,
-    `  curl -H "Authorization: Bearer $TOKEN" ${apiUrl}/api/products`,
-    "",
-    `Demo order ${order.order_id} (2 x ${product.name}, ${money(order.amount, order.currency)}) awaits payment; pay it as the provider would:`,
-    `  ${webhook}`,
-    `  curl -H "Authorization: Bearer $TOKEN" ${apiUrl}/api/orders/${order.order_id}`,
-    "",
-  ];
 }
 
 try {

@@ -11,7 +11,15 @@ export type Sql = postgres.Sql;
  */
 const reconnectBackoff = (failures: number) => Math.min(0.05 * 2 ** failures, 1);
 
-export function connectDatabase(url: string, { max = 10 }: { max?: number } = {}): Sql {
+/**
+ * A pool of `max` connections: the caller's, else the URL's `?max=N` (postgres.js would read it as
+ * a string, and `new Array("4")` is one connection), else 10. `npm start` asks for one per
+ * embedded PGlite, which is a single session.
+ */
+export function connectDatabase(
+  url: string,
+  { max = Number(/[?&]max=(\d+)/.exec(url)?.[1] ?? 10) }: { max?: number } = {},
+): Sql {
   return postgres(url, {
     max,
     onnotice: () => {},
@@ -39,7 +47,9 @@ export async function migrateSchema(
   sql: Sql,
   { schema, migrations }: { schema: string; migrations: MigrationMeta[] },
 ) {
-  const lock = await sql.reserve();
+  // A pool of one has no second connection to reserve; its only one holds the lock then.
+  const reserved = sql.options.max > 1 ? await sql.reserve() : undefined;
+  const lock = reserved ?? sql;
   try {
     await lock`select pg_advisory_lock(hashtext(${`migrate:${schema}`}))`;
     const db = drizzle(sql) as unknown as Migrator;
@@ -50,7 +60,7 @@ export async function migrateSchema(
     });
   } finally {
     await lock`select pg_advisory_unlock(hashtext(${`migrate:${schema}`}))`.catch(() => {});
-    lock.release();
+    reserved?.release();
   }
 }
 

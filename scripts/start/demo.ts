@@ -1,0 +1,110 @@
+/**
+ * What `npm start` shows once the services are ready: demo products on an empty catalog, an
+ * admin and a customer token, and one fresh order with the webhook command that pays it.
+ */
+import { randomBytes } from "node:crypto";
+import { SignJWT } from "jose";
+
+const catalog: Record<string, Array<[string, number]>> = {
+  coffee: [
+    ["Espresso beans, 1 kg", 2490],
+    ["Filter roast, 500 g", 1290],
+    ["Decaf beans, 250 g", 890],
+  ],
+  tea: [
+    ["Sencha, 100 g", 990],
+    ["Earl Grey, 250 g", 750],
+    ["Rooibos, 200 g", 650],
+  ],
+  kitchen: [
+    ["Stoneware mug", 1299],
+    ["Pour-over dripper", 2200],
+    ["Burr grinder", 8900],
+  ],
+  books: [
+    ["The coffee atlas", 3500],
+    ["Tea, a short history", 1800],
+    ["Brewing at home", 2400],
+  ],
+};
+
+const tokenTtl = "12h";
+
+/** 4980 USD minor units as "49.80 USD" (amounts in the API are minor units). */
+function money(minor: number, currency: string): string {
+  const digits =
+    new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions()
+      .maximumFractionDigits ?? 2;
+  return `${(minor / 10 ** digits).toFixed(digits)} ${currency}`;
+}
+
+function token(subject: string, scope: string, jwtSecret: string): Promise<string> {
+  let jwt = new SignJWT({ scope })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setSubject(subject)
+    .setIssuedAt()
+    .setExpirationTime(tokenTtl);
+  if (process.env.AUTH_ISSUER) jwt = jwt.setIssuer(process.env.AUTH_ISSUER);
+  if (process.env.AUTH_AUDIENCE) jwt = jwt.setAudience(process.env.AUTH_AUDIENCE);
+  return jwt.sign(new TextEncoder().encode(jwtSecret));
+}
+
+/** The lines to print; throws when the api answers otherwise than expected. */
+export async function demo(
+  { apiUrl, paymentsPort, jwtSecret }: { apiUrl: string; paymentsPort: number; jwtSecret: string },
+  say: (line: string) => void,
+): Promise<string[]> {
+  if (process.env.AUTH_JWKS_URL)
+    throw new Error("AUTH_JWKS_URL is set, so the api takes no tokens we can sign");
+  const adminToken = await token("demo-admin", "admin", jwtSecret);
+  const customerToken = await token("alice", "customer", jwtSecret);
+  const call = async <T>(method: string, path: string, bearer: string, body?: unknown) => {
+    const response = await fetch(`${apiUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${bearer}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok)
+      throw new Error(`${method} ${path} answered ${response.status}: ${text.slice(0, 200)}`);
+    return JSON.parse(text) as T;
+  };
+  type Page = { total: number; items: Array<{ id: number; name: string }> };
+
+  if ((await call<Page>("GET", "/api/products?per_page=1", adminToken)).total === 0) {
+    for (const [category, products] of Object.entries(catalog))
+      for (const [name, price] of products)
+        await call("POST", "/api/products", adminToken, { name, price, category });
+    say(
+      `created ${Object.values(catalog).flat().length} demo products in ${Object.keys(catalog).length} categories`,
+    );
+  }
+  const [product] = (await call<Page>("GET", "/api/products?per_page=1", adminToken)).items;
+  const order = await call<{ order_id: number; amount: number; currency: string }>(
+    "POST",
+    "/api/orders",
+    customerToken,
+    { product_id: product.id, qty: 2 },
+  );
+  const webhook = [
+    `npm run webhook -- --order ${order.order_id} --amount ${order.amount}`,
+    // A fresh id: a NATS shared with another stack may hold the derived id in its dedup window.
+    ` --id evt_demo_${order.order_id}_${randomBytes(4).toString("hex")}`,
+    order.currency === "USD" ? "" : ` --currency ${order.currency}`,
+    paymentsPort === 3001 ? "" : ` --url http://127.0.0.1:${paymentsPort}/api/webhooks/payment`,
+  ].join("");
+  return [
+    `Tokens (valid ${tokenTtl}; more with npm run token -- --sub NAME [--admin]):`,
+    `  export ADMIN_TOKEN=${adminToken}`,
+    `  export TOKEN=${customerToken}`,
+    `  curl -H "Authorization: Bearer $TOKEN" ${apiUrl}/api/products`,
+    "",
+    `Demo order ${order.order_id} (2 x ${product.name}, ${money(order.amount, order.currency)}) awaits payment; pay it as the provider would:`,
+    `  ${webhook}`,
+    `  curl -H "Authorization: Bearer $TOKEN" ${apiUrl}/api/orders/${order.order_id}`,
+    "",
+  ];
+}
