@@ -136,8 +136,8 @@ export async function startStack({
       const message = await jsm.streams
         .getMessage(topology.orders.stream, { seq })
         .catch(() => undefined);
-      const payload = message?.json<OrderEvent>();
-      if (payload) found.push(payload);
+      if (message?.subject === topology.orders.event("paid"))
+        found.push(message.json<OrderEvent>());
     }
     return found;
   };

@@ -54,7 +54,8 @@ export const newOrder = t.Object(
   },
   {
     additionalProperties: false,
-    description: "Either product_id and qty (one line), or items (1 to 50 lines, each product once)",
+    description:
+      "Either product_id and qty (one line), or items (1 to 50 lines, each product once)",
   },
 );
 

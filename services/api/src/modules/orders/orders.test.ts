@@ -295,12 +295,7 @@ describe("orders", () => {
     });
     const path = `/api/orders/${created.json.order_id}`;
     expect((await api.call("PATCH", path, { token, body: { status: "paid" } })).status).toBe(403);
-    for (const body of [
-      { status: "shipped" },
-      { status: "paid", qty: 2 },
-      {},
-      { status: 1 },
-    ]) {
+    for (const body of [{ status: "shipped" }, { status: "paid", qty: 2 }, {}, { status: 1 }]) {
       const res = await api.call("PATCH", path, { token: admin, body });
       expect(res.status).toBe(400);
       expect(res.headers.get("content-type")).toBe(problemType);

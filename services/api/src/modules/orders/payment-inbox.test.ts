@@ -139,7 +139,10 @@ describe("order-paid consumer", () => {
     expect(await ordersPaid(order.order_id)).toHaveLength(1);
     const [review] =
       await api.sql`select reason, notification_id from api.payment_reviews where order_id = ${order.order_id}`;
-    expect(review).toEqual({ reason: "duplicate_payment", notification_id: second.notification_id });
+    expect(review).toEqual({
+      reason: "duplicate_payment",
+      notification_id: second.notification_id,
+    });
   });
 
   test("M2: amount or currency mismatch leaves the order unpaid and stores the case for review", async () => {

@@ -115,7 +115,7 @@ describe("accepting", () => {
     expect(kicks).toBe(1);
   });
 
-  test("W5: other events are stored but produce no order-paid message", async () => {
+  test("W5, M1: payment.refunded and payment.failed make their own messages; other events are only stored", async () => {
     let kicks = 0;
     const app = payments.app({ outboxWritten: () => kicks++ });
     const orderId = uniqueOrderId();
@@ -123,8 +123,15 @@ describe("accepting", () => {
       const response = await app.handle(notificationRequest(paymentSucceeded(orderId, { event })));
       expect(await response.json()).toEqual({ received: true });
     }
-    expect(await rowsFor(payments.sql, orderId)).toEqual({ notifications: 3, outbox: 0 });
-    expect(kicks).toBe(0);
+    expect(await rowsFor(payments.sql, orderId)).toEqual({ notifications: 3, outbox: 2 });
+    const subjects = await payments.sql<{ subject: string }[]>`
+      select subject from payments.outbox where payload->>'order_id' = ${String(orderId)}
+      order by subject`;
+    expect(subjects.map((row) => row.subject)).toEqual([
+      payments.topology.payments.orderFailed,
+      payments.topology.payments.orderRefunded,
+    ]);
+    expect(kicks).toBe(2);
   });
 
   test("W5: a repeated notification id answers duplicate and stores and publishes nothing new", async () => {
