@@ -5,7 +5,7 @@ import { recordFigures } from "./figures";
 import { Provider } from "./provider";
 import {
   type FaultStack,
-  holdOrderLock,
+  holdRowLock,
   paidOnce,
   placeOrders,
   seconds,
@@ -49,7 +49,7 @@ describe("api killed while applying messages", () => {
 
     // A row lock on the 50th message's order holds the consumer inside that message's transaction.
     const fiftieth = (await jsm.streams.getMessage(stream, { seq: 50 })).json<PaymentMessage>();
-    const lock = await holdOrderLock(env.postgres.url, fiftieth.order_id);
+    const lock = await holdRowLock(env.postgres.url, "orders", fiftieth.order_id);
     const paid = async () =>
       (
         await stack.sql`select count(*)::int as n from api.orders where id in ${stack.sql(ids)} and status = 'paid'`

@@ -5,7 +5,7 @@ import { type Delivery, Provider } from "./provider";
 import {
   answers,
   type FaultStack,
-  holdOrderLock,
+  holdRowLock,
   paidOnce,
   placeOrders,
   seconds,
@@ -44,7 +44,7 @@ describe("PostgreSQL outage", () => {
 
     // The api's consumer is held by a row lock inside the transaction of the first message, so
     // the outage also hits messages it is applying; the other nine wait behind it.
-    const lock = await holdOrderLock(postgres.url, early[0].order_id);
+    const lock = await holdRowLock(postgres.url, "orders", early[0].order_id);
     const earlyDeliveries: Delivery[] = [];
     for (const order of early) earlyDeliveries.push(await provider.deliver(succeeded(order)));
     expect(earlyDeliveries.every((d) => d.accepted && d.attempts.length === 1)).toBe(true);

@@ -164,16 +164,17 @@ export const seconds = (startedAt: number) =>
   Math.round((performance.now() - startedAt) / 100) / 10;
 
 /**
- * Holds a row lock on one order from a connection of its own, so the api's consumer stops inside
- * the transaction applying that order's message (it locks the order row) until `release`.
+ * Holds a row lock on one row of an api table from a connection of its own, so whatever the api
+ * does to that row (the consumer moving an order, an order taking a product's stock) stops inside
+ * its transaction until `release`.
  */
-export async function holdOrderLock(databaseUrl: string, orderId: number) {
+export async function holdRowLock(databaseUrl: string, table: "orders" | "products", id: number) {
   const client = postgres(databaseUrl, { max: 1, onnotice: () => {} });
   const locked = Promise.withResolvers<void>();
   const done = Promise.withResolvers<void>();
   const transaction = client
     .begin(async (tx) => {
-      await tx`select id from api.orders where id = ${orderId} for update`;
+      await tx`select id from ${tx("api")}.${tx(table)} where id = ${id} for update`;
       locked.resolve();
       await done.promise;
     })

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { token } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { privateDatabase } from "@commerce/testing/private-database";
 import fc from "fast-check";
 import {
   badIdSegment,
@@ -10,7 +11,6 @@ import {
   hostileObjectText,
   numRuns,
   oddContentType,
-  privateDatabase,
   RowWatch,
 } from "./support";
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { signPayload } from "@commerce/shared/signature";
 import { webhookSecret as secret } from "@commerce/testing/basics";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
+import { privateDatabase } from "@commerce/testing/private-database";
 import fc from "fast-check";
 import {
   brokenBody,
@@ -10,7 +11,6 @@ import {
   hostileObjectText,
   numRuns,
   oddContentType,
-  privateDatabase,
   RowWatch,
 } from "./support";
 

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { signPayload } from "@commerce/shared/signature";
 import { webhookSecret as secret } from "@commerce/testing/basics";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
+import { privateDatabase } from "@commerce/testing/private-database";
 import fc from "fast-check";
-import { expectWellFormed, numRuns, privateDatabase, RowWatch } from "./support";
+import { expectWellFormed, numRuns, RowWatch } from "./support";
 
 setDefaultTimeout(60_000);
 

@@ -1,0 +1,24 @@
+import { connectDatabase } from "@commerce/shared/database";
+import { testDatabaseUrl, unique } from "./basics";
+
+/**
+ * A database of its own on the test server, so "no row changed" can be checked over whole tables
+ * while other test files write to theirs. Dropped at the end.
+ */
+export async function privateDatabase() {
+  const name = unique("hostile_");
+  const admin = connectDatabase(testDatabaseUrl, { max: 1 });
+  await admin.unsafe(`create database ${name}`);
+  const url = new URL(testDatabaseUrl);
+  url.pathname = `/${name}`;
+  const sql = connectDatabase(url.toString(), { max: 5 });
+  return {
+    sql,
+    url: url.toString(),
+    async drop() {
+      await sql.end({ timeout: 5 });
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end({ timeout: 5 });
+    },
+  };
+}
