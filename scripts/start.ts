@@ -26,6 +26,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { userInfo } from "node:os";
 import { createInterface } from "node:readline";
+import { type NatsCredentials, natsConnection } from "@commerce/shared/config";
 import { SignJWT } from "jose";
 import { connect as connectNats } from "nats";
 import postgres from "postgres";
@@ -351,9 +352,11 @@ async function localPostgres({ host, port }: Address): Promise<Choice | { refuse
 async function chooseNats(): Promise<Choice> {
   if (env.NATS_URL?.trim()) {
     const url = env.NATS_URL.trim();
-    const problem = await jetStreamProblem(url);
-    if (problem) throw new StartError(`NATS_URL (${url}) ${problem}; fix or unset it`);
-    return { url, description: `NATS_URL (${url})` };
+    // The services take the same credentials (N1); only the URL without them is printed.
+    const { natsUrl, natsCredentials } = natsConnection(env);
+    const problem = await jetStreamProblem(natsUrl, natsCredentials);
+    if (problem) throw new StartError(`NATS_URL (${natsUrl}) ${problem}; fix or unset it`);
+    return { url, description: `NATS_URL (${natsUrl})` };
   }
   const local = address("START_NATS_ADDRESS", "127.0.0.1:4222");
   if (local && (await answers(local))) {
@@ -366,10 +369,13 @@ async function chooseNats(): Promise<Choice> {
 }
 
 /** Undefined when NATS answers there with JetStream enabled, else what is wrong. */
-async function jetStreamProblem(url: string): Promise<string | undefined> {
+async function jetStreamProblem(
+  url: string,
+  credentials?: NatsCredentials,
+): Promise<string | undefined> {
   let nc: Awaited<ReturnType<typeof connectNats>>;
   try {
-    nc = await connectNats({ servers: url, timeout: 3000, reconnect: false });
+    nc = await connectNats({ servers: url, timeout: 3000, reconnect: false, ...credentials });
   } catch (error) {
     return `does not answer (${errorText(error)})`;
   }
