@@ -24,6 +24,7 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
+import { natsConnection } from "@commerce/shared/config";
 import { Child, label } from "./start/child";
 import { demo } from "./start/demo";
 import { startEmbeddedPostgres } from "./start/embedded-postgres";
@@ -259,9 +260,11 @@ type Nats = { url: string; description: string };
 async function chooseNats(): Promise<Nats> {
   if (env.NATS_URL?.trim()) {
     const url = env.NATS_URL.trim();
-    const problem = await jetStreamProblem(url);
-    if (problem) throw new StartError(`NATS_URL (${url}) ${problem}; fix or unset it`);
-    return { url, description: `NATS_URL (${url})` };
+    // The services take the same credentials (N1); only the URL without them is printed.
+    const { natsUrl, natsCredentials } = natsConnection(env);
+    const problem = await jetStreamProblem(natsUrl, natsCredentials);
+    if (problem) throw new StartError(`NATS_URL (${natsUrl}) ${problem}; fix or unset it`);
+    return { url, description: `NATS_URL (${natsUrl})` };
   }
   const local = address("START_NATS_ADDRESS", "127.0.0.1:4222");
   if (local && (await answers(local))) {

@@ -1,5 +1,6 @@
 /** What answers where, for `npm start` to choose: TCP ports, PostgreSQL, NATS with JetStream. */
 import { createConnection, createServer } from "node:net";
+import type { NatsCredentials } from "@commerce/shared/config";
 import { connect as connectNats } from "nats";
 import postgres from "postgres";
 
@@ -49,10 +50,13 @@ export async function tryPostgres(url: string, statement: string) {
 }
 
 /** Undefined when NATS answers there with JetStream enabled, else what is wrong. */
-export async function jetStreamProblem(url: string): Promise<string | undefined> {
+export async function jetStreamProblem(
+  url: string,
+  credentials?: NatsCredentials,
+): Promise<string | undefined> {
   let nc: Awaited<ReturnType<typeof connectNats>>;
   try {
-    nc = await connectNats({ servers: url, timeout: 3000, reconnect: false });
+    nc = await connectNats({ servers: url, timeout: 3000, reconnect: false, ...credentials });
   } catch (error) {
     return `does not answer (${errorText(error)})`;
   }

@@ -24,8 +24,54 @@ describe("configuration", () => {
       { DATABASE_URL: "postgres://u@h/db", TRUST_PROXY: "maybe" },
       "TRUST_PROXY must be true or false",
     ],
+    [
+      { DATABASE_URL: "postgres://u@h/db", NATS_USER: "api" },
+      "NATS_USER and NATS_PASSWORD must be set together",
+    ],
+    [
+      {
+        DATABASE_URL: "postgres://u@h/db",
+        NATS_URL: "nats://api:pw@nats:4222",
+        NATS_USER: "api",
+        NATS_PASSWORD: "pw",
+      },
+      "NATS_URL must not carry credentials when NATS_USER is set",
+    ],
+    [{ DATABASE_URL: "postgres://u@h/db", NATS_URL: "nats://api:@nats:4222" }, "NATS_URL has"],
   ])("a bad setting %j stops with one line naming the variable", (env, message) => {
     expect(() => readCommonConfig(env, defaults)).toThrow(ConfigError);
     expect(() => readCommonConfig(env, defaults)).toThrow(message);
+  });
+
+  describe("N1: NATS credentials", () => {
+    const base = { DATABASE_URL: "postgres://u@h/db" };
+
+    test("none by default", () => {
+      expect(readCommonConfig(base, defaults).natsCredentials).toBeUndefined();
+    });
+
+    test("NATS_USER and NATS_PASSWORD", () => {
+      const config = readCommonConfig(
+        { ...base, NATS_URL: "nats://nats:4222", NATS_USER: "api", NATS_PASSWORD: "s3cret" },
+        defaults,
+      );
+      expect(config.natsUrl).toBe("nats://nats:4222");
+      expect(config.natsCredentials).toEqual({ user: "api", pass: "s3cret" });
+    });
+
+    test("in NATS_URL, taken out of the URL (the client ignores them there)", () => {
+      const config = readCommonConfig(
+        { ...base, NATS_URL: "nats://payments:4222%40x%3Ay@nats:4222" },
+        defaults,
+      );
+      expect(config.natsUrl).toBe("nats://nats:4222");
+      expect(config.natsCredentials).toEqual({ user: "payments", pass: "4222@x:y" });
+    });
+
+    test("a URL user without a password is a token", () => {
+      const config = readCommonConfig({ ...base, NATS_URL: "nats://t0ken@nats:4222" }, defaults);
+      expect(config.natsUrl).toBe("nats://nats:4222");
+      expect(config.natsCredentials).toEqual({ token: "t0ken" });
+    });
   });
 });

@@ -71,6 +71,45 @@ function natsPrefix(env: Env): string {
   return prefix;
 }
 
+export type NatsCredentials = { user: string; pass: string } | { token: string };
+
+/**
+ * NATS_URL and the credentials to connect with (N1): NATS_USER and NATS_PASSWORD, or the user
+ * information of NATS_URL (`nats://user:pass@host:4222`, or `nats://token@host:4222`). The `nats`
+ * client ignores a URL's user information, so it is taken out here and passed as options; the URL
+ * left behind carries no secret.
+ */
+export function natsConnection(env: Env): { natsUrl: string; natsCredentials?: NatsCredentials } {
+  const raw = read.string(env, "NATS_URL", "nats://127.0.0.1:4222");
+  const user = read.optional(env, "NATS_USER");
+  const pass = read.optional(env, "NATS_PASSWORD");
+  if ((user === undefined) !== (pass === undefined))
+    throw new ConfigError("NATS_USER and NATS_PASSWORD must be set together");
+  const at = raw.lastIndexOf("@");
+  if (at < 0) return { natsUrl: raw, natsCredentials: user && pass ? { user, pass } : undefined };
+
+  const scheme = raw.match(/^[a-z][a-z0-9+.-]*:\/\//i)?.[0] ?? "";
+  const userInfo = raw.slice(scheme.length, at);
+  const natsUrl = scheme + raw.slice(at + 1);
+  if (user !== undefined)
+    throw new ConfigError("NATS_URL must not carry credentials when NATS_USER is set");
+  const colon = userInfo.indexOf(":");
+  let decoded: string[];
+  try {
+    decoded = (colon < 0 ? [userInfo] : [userInfo.slice(0, colon), userInfo.slice(colon + 1)]).map(
+      decodeURIComponent,
+    );
+  } catch {
+    throw new ConfigError("NATS_URL has malformed credentials (percent-encode them)");
+  }
+  const [name = "", secret] = decoded;
+  if (name === "" || secret === "") throw new ConfigError("NATS_URL has empty credentials");
+  return {
+    natsUrl,
+    natsCredentials: secret === undefined ? { token: name } : { user: name, pass: secret },
+  };
+}
+
 /** Settings both services share. */
 export function readCommonConfig(
   env: Env,
@@ -79,7 +118,7 @@ export function readCommonConfig(
   return {
     port: read.int(env, "PORT", defaults.port, { min: 0, max: 65535 }),
     databaseUrl: read.url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
-    natsUrl: read.string(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    ...natsConnection(env),
     natsPrefix: natsPrefix(env),
     rateLimit: {
       ratePerSecond: read.int(env, "RATE_LIMIT_RPS", defaults.ratePerSecond),

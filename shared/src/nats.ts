@@ -10,6 +10,7 @@ import {
   RetentionPolicy,
   StorageType,
 } from "nats";
+import type { NatsCredentials } from "./config";
 import { describeError, type Logger } from "./logger";
 
 export type StreamSpec = { name: string; subjects: string[] };
@@ -33,6 +34,8 @@ export class NatsLink {
     private readonly name: string,
     private readonly logger: Logger,
     private readonly onConnect: (link: NatsLink) => Promise<void> = async () => {},
+    /** User and password or token (N1); `url` never carries them, so logging it is safe. */
+    private readonly credentials?: NatsCredentials,
   ) {}
 
   /** Resolves once the first connection is made (or never, if NATS never answers). */
@@ -44,6 +47,7 @@ export class NatsLink {
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       pingInterval: 5000,
+      ...this.credentials,
     });
     this.connected = true;
     this.logger.info("nats connected", { server: this.connection.getServer() });
@@ -57,6 +61,12 @@ export class NatsLink {
         this.connected = false;
         this.logger.warn("nats disconnected");
       }
+      // E.g. a permissions violation (N1): the connection stays up, the refused publish is lost.
+      if (status.type === "error")
+        this.logger.error("nats error", {
+          code: status.data,
+          ...status.permissionContext,
+        });
       if (status.type === "reconnect") {
         this.connected = true;
         this.logger.info("nats reconnected");

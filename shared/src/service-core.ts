@@ -50,12 +50,18 @@ export async function openServiceCore(
   const sql = connectDatabase(config.databaseUrl, { max: options.databasePool });
   await migrateSchema(sql, { schema: name, migrations: parts.migrations });
 
-  const nats = new NatsLink(config.natsUrl, name, logger, async (link) => {
-    const jsm = await link.manager();
-    for (const stream of streamsOf(topology)) await ensureStream(jsm, stream);
-    await parts.onNatsConnect?.(jsm);
-    relay.kick();
-  });
+  const nats = new NatsLink(
+    config.natsUrl,
+    name,
+    logger,
+    async (link) => {
+      const jsm = await link.manager();
+      for (const stream of streamsOf(topology)) await ensureStream(jsm, stream);
+      await parts.onNatsConnect?.(jsm);
+      relay.kick();
+    },
+    config.natsCredentials,
+  );
   const relay = new OutboxRelay({
     sql,
     schema: name,

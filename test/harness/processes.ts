@@ -1,3 +1,4 @@
+import type { NatsCredentials } from "@commerce/shared/config";
 import { createLogger } from "@commerce/shared/logger";
 import { messageTopology, type OrderEvent, streamsOf } from "@commerce/shared/messages";
 import { NatsLink } from "@commerce/shared/nats";
@@ -80,15 +81,19 @@ export class ServiceProcess {
 /**
  * Both services as real processes on free ports, against the real PostgreSQL and NATS (or the
  * private ones a fault test passes in), with their own NATS names (NATS_PREFIX) so several stacks
- * and test files never share messages. `env` adds to or overrides the services' environment.
+ * and test files never share messages. `env` adds to or overrides the services' environment,
+ * `serviceEnv` one service's (e.g. its own NATS user); `natsCredentials` are the test's own.
+ * `prefix: ""` uses the deployment's names, for a private nats-server that has no other stack.
  */
 export async function startStack({
   start = ["api", "payments"] as ServiceName[],
   natsUrl = testNatsUrl,
+  natsCredentials = undefined as NatsCredentials | undefined,
   databaseUrl = testDatabaseUrl,
+  prefix = unique("e"),
   env: extraEnv = {} as Record<string, string>,
+  serviceEnv = {} as Partial<Record<ServiceName, Record<string, string>>>,
 } = {}) {
-  const prefix = unique("e");
   const stackEnv = {
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
@@ -99,8 +104,11 @@ export async function startStack({
     LOG_LEVEL: "warn",
     ...extraEnv,
   };
-  const api = new ServiceProcess("api", await freePort(), stackEnv);
-  const payments = new ServiceProcess("payments", await freePort(), stackEnv);
+  const api = new ServiceProcess("api", await freePort(), { ...stackEnv, ...serviceEnv.api });
+  const payments = new ServiceProcess("payments", await freePort(), {
+    ...stackEnv,
+    ...serviceEnv.payments,
+  });
   const services = { api, payments };
   const replicas: ServiceProcess[] = [];
   for (const name of start) await services[name].start();
@@ -109,6 +117,8 @@ export async function startStack({
     natsUrl,
     "e2e",
     createLogger("error", {}, () => {}),
+    undefined,
+    natsCredentials,
   );
   await nats.start();
   const sql = postgres(databaseUrl, { max: 4, onnotice: () => {} });
@@ -202,7 +212,11 @@ export async function startStack({
 
     /** One more process of a service with the stack's settings (plus `env`), e.g. an api replica. */
     async replica(name: ServiceName, env: Record<string, string> = {}): Promise<ServiceProcess> {
-      const replica = new ServiceProcess(name, await freePort(), { ...stackEnv, ...env });
+      const replica = new ServiceProcess(name, await freePort(), {
+        ...stackEnv,
+        ...serviceEnv[name],
+        ...env,
+      });
       replicas.push(replica);
       await replica.start();
       return replica;

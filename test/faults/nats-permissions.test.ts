@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { unique } from "@commerce/testing/basics";
+import { PrivateNats } from "@commerce/testing/nats-server";
+import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
+import { connect, type NatsConnection } from "nats";
+
+setDefaultTimeout(60_000);
+
+// The deployment's users and permissions, on a private nats-server (N1).
+const authConfig = new URL("../../deploy/nats-auth.conf", import.meta.url).pathname;
+const passwords = { api: unique("pw"), payments: unique("pw") };
+const nats = new PrivateNats({
+  include: authConfig,
+  env: { NATS_API_PASSWORD: passwords.api, NATS_PAYMENTS_PASSWORD: passwords.payments },
+});
+let stack: Stack;
+
+beforeAll(async () => {
+  await nats.start();
+  stack = await startStack({
+    natsUrl: nats.url,
+    // The permissions name the deployment's streams; this server has no other stack.
+    prefix: "",
+    natsCredentials: { user: "api", pass: passwords.api },
+    serviceEnv: {
+      // Both documented forms: separate variables, and the user information of NATS_URL.
+      api: { NATS_USER: "api", NATS_PASSWORD: passwords.api },
+      payments: { NATS_URL: `nats://payments:${passwords.payments}@127.0.0.1:${nats.port}` },
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.stop().catch(() => {});
+  await nats.dispose();
+});
+
+/** Publishes as `user` and resolves with the permission error NATS answers, if any. */
+async function publishAs(user: "api" | "payments", subject: string, payload: object) {
+  const nc = await connect({ servers: nats.url, user, pass: passwords[user] });
+  try {
+    const refused = watchErrors(nc);
+    nc.publish(subject, JSON.stringify(payload));
+    await nc.flush();
+    // The server's -ERR follows the publish; a flush round trip comes after it.
+    return await Promise.race([refused, Bun.sleep(1000).then(() => undefined)]);
+  } finally {
+    await nc.close();
+  }
+}
+
+async function watchErrors(nc: NatsConnection) {
+  for await (const status of nc.status())
+    if (status.type === "error") return { code: status.data, ...status.permissionContext };
+  return undefined;
+}
+
+/** How many messages a stream holds, read with the api's user (which may read stream info). */
+async function streamMessages(stream: string): Promise<number> {
+  const jsm = await stack.nats.manager();
+  return (await jsm.streams.info(stream)).state.messages;
+}
+
+describe("NATS permissions", () => {
+  test("N1: each service works with its own NATS user: a signed webhook pays an order end to end", async () => {
+    const order = await stack.newOrder();
+    expect((await stack.notify(succeeded(order))).status).toBe(200);
+    await stack.paid(order.order_id);
+    expect(await streamMessages("PAYMENTS")).toBeGreaterThanOrEqual(1);
+    expect(await streamMessages("ORDERS")).toBeGreaterThanOrEqual(1);
+    // /metrics reads the consumer's state with the api's user.
+    const metrics = await (await fetch(`${stack.api.url}/metrics`)).text();
+    expect(metrics).toMatch(/^order_paid_consumer_lag 0$/m);
+    expect(await nats.log()).not.toContain("Violation");
+  });
+
+  test("N1: an order-paid message from the api's user, or from no user, is refused and never applied", async () => {
+    const order = await stack.newOrder();
+    const forged = {
+      notification_id: unique("forged"),
+      order_id: order.order_id,
+      amount: order.amount,
+      currency: order.currency,
+      received_at: new Date().toISOString(),
+    };
+    const before = await streamMessages("PAYMENTS");
+
+    expect(await publishAs("api", "payments.order.paid", forged)).toEqual({
+      code: "PERMISSIONS_VIOLATION",
+      operation: "publish",
+      subject: "payments.order.paid",
+    });
+    // And the other way round: payments may not write the api's orders.* messages.
+    expect(
+      await publishAs("payments", "orders.paid", { order_id: order.order_id, source: "manual" }),
+    ).toMatchObject({ code: "PERMISSIONS_VIOLATION", subject: "orders.paid" });
+    const anonymous = await connect({ servers: nats.url, reconnect: false }).then(
+      async (nc) => {
+        await nc.close();
+        return "connected";
+      },
+      (error: { code?: string }) => error.code,
+    );
+    expect(anonymous).toBe("AUTHORIZATION_VIOLATION");
+    expect(await nats.log()).toContain(
+      'Publish Violation - User "api", Subject "payments.order.paid"',
+    );
+
+    // A real payment afterwards: once the api has applied it, it would have applied anything
+    // stored before it; the forged message never reached the stream at all.
+    const other = await stack.newOrder();
+    expect((await stack.notify(succeeded(other))).status).toBe(200);
+    await stack.paid(other.order_id);
+    expect(await streamMessages("PAYMENTS")).toBe(before + 1);
+    expect(await stack.orderStatus(order.order_id)).toBe("created");
+    const processed = await stack.sql`select 1 from api.processed_notifications
+      where notification_id = ${forged.notification_id} or order_id = ${order.order_id}`;
+    expect(processed).toHaveLength(0);
+  });
+});
