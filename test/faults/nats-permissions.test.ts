@@ -69,7 +69,7 @@ describe("NATS permissions", () => {
     expect(await streamMessages("ORDERS")).toBeGreaterThanOrEqual(1);
     // /metrics reads the consumer's state with the api's user.
     const metrics = await (await fetch(`${stack.api.url}/metrics`)).text();
-    expect(metrics).toMatch(/^order_paid_consumer_lag 0$/m);
+    expect(metrics).toMatch(/^payment_consumer_lag 0$/m);
     expect(await nats.log()).not.toContain("Violation");
   });
 
