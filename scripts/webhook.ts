@@ -4,7 +4,9 @@
  *   npm run webhook -- --order 42 --amount 1999 [--currency USD] [--event payment.succeeded]
  *                      [--id evt_1] [--repeat N] [--url URL] [--attempts 8]
  * Signs with the first of PAYMENT_WEBHOOK_SECRETS (or the secret `npm start` keeps in .data/).
- * Every repeat sends the same body, so repeats after the first are duplicates (W5).
+ * `--event payment.refunded` refunds a paid order, `--event payment.failed` records a failed
+ * attempt; other events are stored only. Every repeat sends the same body, so repeats after the
+ * first are duplicates (W5).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";

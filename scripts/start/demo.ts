@@ -89,13 +89,15 @@ export async function demo(
     customerToken,
     { product_id: product.id, qty: 2 },
   );
-  const webhook = [
-    `npm run webhook -- --order ${order.order_id} --amount ${order.amount}`,
-    // A fresh id: a NATS shared with another stack may hold the derived id in its dedup window.
-    ` --id evt_demo_${order.order_id}_${randomBytes(4).toString("hex")}`,
-    order.currency === "USD" ? "" : ` --currency ${order.currency}`,
-    paymentsPort === 3001 ? "" : ` --url http://127.0.0.1:${paymentsPort}/api/webhooks/payment`,
-  ].join("");
+  const webhook = (event: string) =>
+    [
+      `npm run webhook -- --order ${order.order_id} --amount ${order.amount}`,
+      event === "payment.succeeded" ? "" : ` --event ${event}`,
+      // A fresh id: a NATS shared with another stack may hold the derived id in its dedup window.
+      ` --id evt_demo_${order.order_id}_${randomBytes(4).toString("hex")}`,
+      order.currency === "USD" ? "" : ` --currency ${order.currency}`,
+      paymentsPort === 3001 ? "" : ` --url http://127.0.0.1:${paymentsPort}/api/webhooks/payment`,
+    ].join("");
   return [
     `Tokens (valid ${tokenTtl}; more with npm run token -- --sub NAME [--admin]):`,
     `  export ADMIN_TOKEN=${adminToken}`,
@@ -103,8 +105,11 @@ export async function demo(
     `  curl -H "Authorization: Bearer $TOKEN" ${apiUrl}/api/products`,
     "",
     `Demo order ${order.order_id} (2 x ${product.name}, ${money(order.amount, order.currency)}) awaits payment; pay it as the provider would:`,
-    `  ${webhook}`,
+    `  ${webhook("payment.succeeded")}`,
     `  curl -H "Authorization: Bearer $TOKEN" ${apiUrl}/api/orders/${order.order_id}`,
+    "Then refund it, or let the customer cancel an unpaid one:",
+    `  ${webhook("payment.refunded")}`,
+    `  curl -X PATCH -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '{"status":"cancelled"}' ${apiUrl}/api/orders/${order.order_id}`,
     "",
   ];
 }
