@@ -10,7 +10,7 @@
  * with the same wrk threads and connections; ratios are taken round by round, then the median.
  */
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { messageTopology, streamsOf } from "@commerce/shared/messages";
+import { messageTopology, orderEventNames, streamsOf } from "@commerce/shared/messages";
 import { signPayload } from "@commerce/shared/signature";
 import { connect, type NatsConnection } from "nats";
 import postgres from "postgres";
@@ -48,6 +48,7 @@ import {
   wrk as wrkFor,
 } from "./harness";
 import { measureOrderPaidLatency, type PlacedOrder } from "./order-paid-latency";
+import { checkoutRun, hotProductOrders, stockRace } from "./stock";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -168,10 +169,16 @@ async function placeOrders(api: Service, tokens: string[], productIds: number[],
 
 async function cleanUp() {
   say("cleaning up: bench orders, notifications, outbox rows and streams");
+  await sql`delete from api.order_items where order_id in
+    (select id from api.orders where customer_id like 'bench-cust-%')`;
   await sql`delete from api.orders where customer_id like 'bench-cust-%'`;
+  await sql`delete from api.cart_items where customer_id like 'bench-cust-%'`;
+  await sql`delete from api.products where category = 'bench-hot'`;
   await sql`delete from api.processed_notifications where notification_id like ${`bench${runId}%`}`;
   await sql`delete from api.payment_reviews where notification_id like ${`bench${runId}%`}`;
-  const apiSubjects = Object.values(prefix).map((p) => messageTopology(p).orders.event("paid"));
+  const apiSubjects = Object.values(prefix).flatMap((p) =>
+    orderEventNames.map((event) => messageTopology(p).orders.event(event)),
+  );
   const paymentSubjects = Object.values(prefix).map((p) => messageTopology(p).payments.orderPaid);
   await sql`delete from api.outbox where subject = any(${apiSubjects})`;
   await sql`delete from payments.outbox where subject = any(${paymentSubjects})`;
@@ -230,6 +237,16 @@ async function main() {
     );
   }
   checkClean(orderRuns, "order.lua");
+
+  say("orders on one hot product, stock tracked and not, alternating");
+  const hot = await hotProductOrders(sql, api, runDir, rounds, (target, script, args) =>
+    wrk(target, script, args),
+  );
+  say("POST /api/cart/checkout, 32 customers at once");
+  const checkout = await checkoutRun(sql, api, tokens, 32, seconds);
+  say("1000 concurrent one-unit orders for a stock of 10");
+  const race = await stockRace(sql, api, tokens);
+  say(`race: ${race.created} created, ${race.refused_409} refused, stock left ${race.stock_left}`);
 
   say("webhook acceptance on a payments process of its own (its messages reach no consumer)");
   const webhookPayments = await launch(
@@ -307,6 +324,7 @@ async function main() {
     machine: host,
     reads: { product, list },
     orders: summarise(orderRuns),
+    stock: { hot, checkout, race },
     webhook: {
       ...summarise(webhookRuns),
       stored_each: webhookRuns.map((r) => r.stored),
@@ -331,6 +349,11 @@ type Results = {
   machine: ReturnType<typeof machine>;
   reads: Record<"product" | "list", Awaited<ReturnType<typeof readComparison>>>;
   orders: ReturnType<typeof summarise>;
+  stock: {
+    hot: Awaited<ReturnType<typeof hotProductOrders>>;
+    checkout: Awaited<ReturnType<typeof checkoutRun>>;
+    race: Awaited<ReturnType<typeof stockRace>>;
+  };
   webhook: ReturnType<typeof summarise>;
   latency: Awaited<ReturnType<typeof measureOrderPaidLatency>>;
   startup: Record<"api" | "payments", Awaited<ReturnType<typeof binaryStartup>>>;
@@ -378,7 +401,17 @@ function render(r: Results): string {
     "| write | connections | req/s (median) | req/s each round | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | NATS CPU µs/req | other CPU % | errors / non-2xx |",
     "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     `| POST /api/orders (api) | ${readConnections} | ${r.orders.rps} | ${r.orders.rps_each.join(", ")} | ${ms(r.orders.p50_ms)} | ${ms(r.orders.p99_ms)} | ${r.orders.server_cpu_us} | ${r.orders.postgres_cpu_us} | ${r.orders.nats_cpu_us} | ${r.orders.other_cpu_pct_max} | ${r.orders.errors} / ${r.orders.non2xx} |`,
+    `| POST /api/orders, one hot product, stock tracked | ${readConnections} | ${r.stock.hot.tracked.rps} | ${r.stock.hot.tracked.rps_each.join(", ")} | ${ms(r.stock.hot.tracked.p50_ms)} | ${ms(r.stock.hot.tracked.p99_ms)} | ${r.stock.hot.tracked.server_cpu_us} | ${r.stock.hot.tracked.postgres_cpu_us} | ${r.stock.hot.tracked.nats_cpu_us} | ${r.stock.hot.tracked.other_cpu_pct_max} | ${r.stock.hot.tracked.errors} / ${r.stock.hot.tracked.non2xx} |`,
+    `| POST /api/orders, one hot product, stock not tracked | ${readConnections} | ${r.stock.hot.untracked.rps} | ${r.stock.hot.untracked.rps_each.join(", ")} | ${ms(r.stock.hot.untracked.p50_ms)} | ${ms(r.stock.hot.untracked.p99_ms)} | ${r.stock.hot.untracked.server_cpu_us} | ${r.stock.hot.untracked.postgres_cpu_us} | ${r.stock.hot.untracked.nats_cpu_us} | ${r.stock.hot.untracked.other_cpu_pct_max} | ${r.stock.hot.untracked.errors} / ${r.stock.hot.untracked.non2xx} |`,
     `| POST /api/webhooks/payment (payments), unique signed notifications | ${webhookConnections} | ${r.webhook.rps} | ${r.webhook.rps_each.join(", ")} | ${ms(r.webhook.p50_ms)} | ${ms(r.webhook.p99_ms)} | ${r.webhook.server_cpu_us} | ${r.webhook.postgres_cpu_us} | ${r.webhook.nats_cpu_us} | ${r.webhook.other_cpu_pct_max} | ${r.webhook.errors} / ${r.webhook.non2xx} |`,
+    "",
+    "| checkout (after a PUT filling the cart), 32 customers | checkouts | checkouts/s | p50 ms | p99 ms | failures |",
+    "|---|---:|---:|---:|---:|---:|",
+    `| POST /api/cart/checkout | ${r.stock.checkout.checkouts} | ${r.stock.checkout.checkouts_per_s} | ${ms(r.stock.checkout.p50_ms)} | ${ms(r.stock.checkout.p99_ms)} | ${r.stock.checkout.failures} |`,
+    "",
+    "| race | orders sent at once | 201 | 409 | other | stock left | ms |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+    `| one-unit orders for stock 10 | ${r.stock.race.orders} | ${r.stock.race.created} | ${r.stock.race.refused_409} | ${r.stock.race.other} | ${r.stock.race.stock_left} | ${r.stock.race.ms} |`,
     "",
     "| pipeline | notifications | p50 ms | p99 ms | max ms | lost |",
     "|---|---:|---:|---:|---:|---:|",
@@ -404,6 +437,8 @@ function render(r: Results): string {
     "|---|---|---|---|",
     `| api reads vs floor | ≥ 0.80× | product ${x(r.reads.product.api_over_floor)}, list ${x(r.reads.list.api_over_floor)} | ${verdict(readsFloor >= 0.8)} |`,
     `| api reads vs Express | ≥ 3× | product ${x(r.reads.product.api_over_express)}, list ${x(r.reads.list.api_over_express)} | ${verdict(readsExpress >= 3)} |`,
+    `| hot tracked product vs untracked, orders/s | ≥ 0.5× | ${x(r.stock.hot.tracked_over_untracked)} (${r.stock.hot.tracked_over_untracked_each.join(", ")}); stock consistent: ${r.stock.hot.stock_consistent} | ${verdict(r.stock.hot.tracked_over_untracked >= 0.5 && r.stock.hot.stock_consistent)} |`,
+    `| 1000 orders for stock 10 | exactly 10 | ${r.stock.race.created} created, stock left ${r.stock.race.stock_left} | ${verdict(r.stock.race.created === 10 && r.stock.race.stock_left === 0)} |`,
     `| webhook accept p99, 32 in flight | ≤ 20 ms | ${ms(r.webhook.p99_ms)} ms | ${verdict(r.webhook.p99_ms <= 20)} |`,
     `| accepted → orders.paid p99 | ≤ 50 ms | ${ms(r.latency.p99_ms)} ms | ${verdict(r.latency.p99_ms <= 50 && r.latency.lost === 0)} |`,
     `| binaries: exec → /ready | ≤ 300 ms | api ${r.startup.api.ready_ms_median} ms, payments ${r.startup.payments.ready_ms_median} ms | ${verdict(readyMax <= 300)} |`,

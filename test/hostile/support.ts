@@ -1,6 +1,5 @@
 import { expect } from "bun:test";
 import type { Sql } from "@commerce/shared/database";
-import { testDatabaseUrl, unique } from "@commerce/testing/basics";
 import fc from "fast-check";
 
 /** One hash over every row of every table of `schema`: equal hashes, unchanged tables. */
