@@ -13,7 +13,7 @@ describe("configuration", () => {
       port: 3001,
       natsUrl: "nats://127.0.0.1:4222",
       rateLimit: { ratePerSecond: 100, burst: 200 },
-      trustProxy: false,
+      trustProxy: 0,
       logLevel: "info",
       webhook: { secrets: ["whsec_a"], toleranceSeconds: 300 },
     });

@@ -75,7 +75,7 @@ describe("notification id", () => {
 describe("accepting", () => {
   test("W5: an accepted payment.succeeded stores the notification and its order-paid message", async () => {
     let kicks = 0;
-    const app = payments.app({ trustProxy: true, outboxWritten: () => kicks++ });
+    const app = payments.app({ trustProxy: 1, outboxWritten: () => kicks++ });
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
     const raw = JSON.stringify(paymentSucceeded(orderId, { id, amount: 2598, currency: "EUR" }));
