@@ -25,7 +25,10 @@ describe("configuration", () => {
       PAYMENT_WEBHOOK_SECRETS: "whsec_new_long_secret, whsec_old_long_secret",
       WEBHOOK_TOLERANCE_SECONDS: "60",
     });
-    expect(config.webhook).toEqual({ secrets: ["whsec_new_long_secret", "whsec_old_long_secret"], toleranceSeconds: 60 });
+    expect(config.webhook).toEqual({
+      secrets: ["whsec_new_long_secret", "whsec_old_long_secret"],
+      toleranceSeconds: 60,
+    });
   });
 
   test("W2: every webhook secret has at least 16 characters, or the service does not start", () => {
@@ -46,7 +49,10 @@ describe("configuration", () => {
       { ...required, PAYMENT_WEBHOOK_SECRETS: "whsec_a_long_secret,,whsec_b_long_secret" },
       "PAYMENT_WEBHOOK_SECRETS must be",
     ],
-    [{ ...required, PAYMENT_WEBHOOK_SECRETS: "whsec_a_long_secret, " }, "PAYMENT_WEBHOOK_SECRETS must be"],
+    [
+      { ...required, PAYMENT_WEBHOOK_SECRETS: "whsec_a_long_secret, " },
+      "PAYMENT_WEBHOOK_SECRETS must be",
+    ],
     [{ ...required, WEBHOOK_TOLERANCE_SECONDS: "5m" }, "WEBHOOK_TOLERANCE_SECONDS must be"],
     [{ ...required, WEBHOOK_TOLERANCE_SECONDS: "0" }, "WEBHOOK_TOLERANCE_SECONDS must be"],
     [{ ...required, RATE_LIMIT_RPS: "-1" }, "RATE_LIMIT_RPS must be"],
