@@ -366,7 +366,12 @@ export async function loadCatalog(sql: postgres.Sql): Promise<number[]> {
     await sql.begin(async (tx) => {
       const old = tx`select id from api.products where category = any(${categoryNames})`;
       await tx`delete from api.cart_items where product_id in (${old})`;
-      await tx`delete from api.orders where product_id in (${old})`;
+      await tx`
+        with gone as (
+          delete from api.order_items where order_id in
+            (select order_id from api.order_items where product_id in (${old}))
+          returning order_id)
+        delete from api.orders where id in (select order_id from gone)`;
       await tx`delete from api.products where category = any(${categoryNames})`;
       await tx`
         insert into api.products (name, price, category)

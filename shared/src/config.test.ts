@@ -10,9 +10,17 @@ describe("configuration", () => {
       port: 8080,
       natsUrl: "nats://127.0.0.1:4222",
       rateLimit: { ratePerSecond: 50, burst: 100 },
-      trustProxy: false,
+      trustProxy: 0,
       logLevel: "info",
     });
+  });
+
+  test("N2: TRUST_PROXY is a count of trusted proxies; false and true still mean 0 and 1", () => {
+    const hops = (TRUST_PROXY: string) =>
+      readCommonConfig({ DATABASE_URL: "postgres://u@h/db", TRUST_PROXY }, defaults).trustProxy;
+    expect([hops("0"), hops("2"), hops("false"), hops("TRUE"), hops(" ")]).toEqual([0, 2, 0, 1, 0]);
+    for (const bad of ["yes", "-1", "1.5", "100"])
+      expect(() => hops(bad)).toThrow("TRUST_PROXY must be the number of trusted proxies");
   });
 
   test.each([
@@ -22,7 +30,7 @@ describe("configuration", () => {
     [{ DATABASE_URL: "postgres://u@h/db", LOG_LEVEL: "loud" }, "LOG_LEVEL must be one of"],
     [
       { DATABASE_URL: "postgres://u@h/db", TRUST_PROXY: "maybe" },
-      "TRUST_PROXY must be true or false",
+      "TRUST_PROXY must be the number of trusted proxies",
     ],
     [
       { DATABASE_URL: "postgres://u@h/db", NATS_USER: "api" },

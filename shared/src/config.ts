@@ -42,6 +42,20 @@ export const read = {
     throw new ConfigError(`${name} must be true or false, got "${raw}"`);
   },
 
+  /**
+   * N2: how many proxies in front of the service append to X-Forwarded-For. `false` and `true`
+   * are read as 0 and 1, the meaning they had when the setting was a switch.
+   */
+  trustedHops(env: Env, name: string): number {
+    const raw = present(env, name)?.toLowerCase();
+    if (raw === "false") return 0;
+    if (raw === "true") return 1;
+    if (raw === undefined || /^\d{1,2}$/.test(raw)) return Number(raw ?? 0);
+    throw new ConfigError(
+      `${name} must be the number of trusted proxies (0 to 99, or false / true), got "${raw}"`,
+    );
+  },
+
   url(env: Env, name: string, protocols: string[], fallback?: string): string {
     const value = read.string(env, name, fallback);
     let url: URL;
@@ -124,7 +138,7 @@ export function readCommonConfig(
       ratePerSecond: read.int(env, "RATE_LIMIT_RPS", defaults.ratePerSecond),
       burst: read.int(env, "RATE_LIMIT_BURST", defaults.burst),
     },
-    trustProxy: read.bool(env, "TRUST_PROXY"),
+    trustProxy: read.trustedHops(env, "TRUST_PROXY"),
     logLevel: read.logLevel(env),
   };
 }

@@ -89,6 +89,16 @@ export class RateLimitedError extends HttpError {
   }
 }
 
+/**
+ * N3: the client hung up before its request was read. Nobody receives the answer; 499 (nginx's
+ * "client closed request") keeps it apart from the server's own errors in logs and metrics.
+ */
+export class ClientClosedError extends HttpError {
+  constructor() {
+    super(499, "Client Closed Request", "The client closed the connection before sending the body");
+  }
+}
+
 export class UnavailableError extends HttpError {
   constructor(detail = "A dependency is unavailable; retry later") {
     super(503, "Service Unavailable", detail, undefined, { "retry-after": "1" });

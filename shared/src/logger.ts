@@ -1,3 +1,5 @@
+import { DrizzleQueryError } from "drizzle-orm/errors";
+
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type LogFields = Record<string, unknown>;
 
@@ -40,8 +42,35 @@ export function createLogger(
   };
 }
 
-/** The parts of an unexpected error worth logging; never the SQL parameters or connection string. */
+/**
+ * N3: the database error in `error` or its causes, if any. drizzle puts the SQL text and the
+ * parameters in its message; postgres.js puts them on a query error (`query`, `parameters`) and
+ * often a value in the server's message (`invalid input syntax for type integer: "…"`).
+ */
+function databaseErrorIn(error: unknown): LogFields | undefined {
+  const chain: Error[] = [];
+  for (let link = error; link instanceof Error && chain.length < 10; link = link.cause) {
+    if (chain.includes(link)) break;
+    chain.push(link);
+  }
+  const isDatabase = (link: Error) =>
+    link instanceof DrizzleQueryError || link.name === "PostgresError" || "query" in link;
+  if (!chain.some(isDatabase)) return undefined;
+  // The innermost code is the driver's: a SQLSTATE, or its own name for a connection failure.
+  const code = chain
+    .map((link) => (link as { code?: unknown }).code)
+    .findLast((value) => typeof value === "string" || typeof value === "number");
+  const name = chain.findLast(isDatabase)?.name ?? "Error";
+  return { error: "database error", error_name: name, ...(code ? { error_code: code } : {}) };
+}
+
+/**
+ * The parts of an unexpected error worth logging. A database error is logged by its code alone
+ * (N3): never SQL text, parameters, or the connection string.
+ */
 export function describeError(error: unknown): LogFields {
+  const database = databaseErrorIn(error);
+  if (database) return database;
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
     return { error: error.message, error_name: error.name, ...(code ? { error_code: code } : {}) };

@@ -1,15 +1,28 @@
+import { isIP } from "node:net";
 import { RateLimitedError } from "./errors";
 
 export type RateLimitConfig = { ratePerSecond: number; burst: number };
 
-/** A token bucket per client key (W7); a rate of 0 turns it off. */
+/** N2: the most buckets a limiter keeps; past it the least recently used are forgotten. */
+export const maxBuckets = 100_000;
+
+type Bucket = { tokens: number; at: number };
+
+/**
+ * A token bucket per client key (W7); a rate of 0 turns it off. Buckets live in two generations
+ * of half the capacity each: a key is looked up in both and lives on in the recent one; when the
+ * recent one is full, the older one is dropped whole. So the map never holds more than the
+ * capacity and forgetting costs O(1), whatever a flood of distinct keys does.
+ */
 export class RateLimiter {
-  private buckets = new Map<string, { tokens: number; at: number }>();
+  private recent = new Map<string, Bucket>();
+  private older = new Map<string, Bucket>();
   private readonly burst: number;
 
   constructor(
     private readonly config: RateLimitConfig,
     private readonly now: () => number = () => performance.now(),
+    private readonly capacity = maxBuckets,
   ) {
     this.burst = Math.max(config.burst, config.ratePerSecond, 1);
   }
@@ -18,45 +31,64 @@ export class RateLimiter {
     return this.config.ratePerSecond > 0;
   }
 
+  /** How many buckets are held now. */
+  get size(): number {
+    return this.recent.size + this.older.size;
+  }
+
   /** Takes one token for `key` or throws 429 with the seconds until one is back. */
   take(key: string): void {
     if (!this.enabled) return;
     const now = this.now();
-    const bucket = this.buckets.get(key) ?? { tokens: this.burst, at: now };
+    const bucket = this.bucketOf(key, now);
     bucket.tokens = Math.min(
       this.burst,
       bucket.tokens + ((now - bucket.at) / 1000) * this.config.ratePerSecond,
     );
     bucket.at = now;
-    if (bucket.tokens < 1) {
-      this.buckets.set(key, bucket);
+    if (bucket.tokens < 1)
       throw new RateLimitedError(
         Math.max(1, Math.ceil((1 - bucket.tokens) / this.config.ratePerSecond)),
       );
-    }
     bucket.tokens -= 1;
-    this.buckets.set(key, bucket);
-    if (this.buckets.size > 100_000) this.sweep(now);
   }
 
-  /** Forget full buckets so a flood of distinct keys cannot grow the map without bound. */
-  private sweep(now: number): void {
-    for (const [key, bucket] of this.buckets) {
-      const refilled = bucket.tokens + ((now - bucket.at) / 1000) * this.config.ratePerSecond;
-      if (refilled >= this.burst) this.buckets.delete(key);
+  private bucketOf(key: string, now: number): Bucket {
+    const recent = this.recent.get(key);
+    if (recent) return recent;
+    const bucket = this.older.get(key) ?? { tokens: this.burst, at: now };
+    this.older.delete(key);
+    if (this.recent.size >= this.capacity / 2) {
+      this.older = this.recent;
+      this.recent = new Map();
     }
+    this.recent.set(key, bucket);
+    return bucket;
   }
 }
 
-/** The client address: the first `X-Forwarded-For` hop behind a trusted proxy, else the socket's. */
+/** The longest textual IP address (an IPv4-mapped IPv6 address written out in full). */
+const maxAddressLength = 45;
+
+/** An IPv4 or IPv6 address as text, without a zone id (which means nothing off its own host). */
+export const isAddress = (text: string) =>
+  text.length <= maxAddressLength && !text.includes("%") && isIP(text) !== 0;
+
+/**
+ * The client address (N2). Behind `trustedHops` proxies that each append the address they saw to
+ * `X-Forwarded-For`, the entry that many places from the right is what the outermost proxy saw;
+ * entries left of it are the client's own words. Anything but a valid IP address there, too few
+ * entries, or no trusted proxies at all: the socket's address.
+ */
 export function clientIp(
   request: Request,
   socketIp: string | undefined,
-  trustProxy: boolean,
+  trustedHops: number,
 ): string {
-  if (trustProxy) {
-    const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
-    if (forwarded) return forwarded;
+  if (trustedHops > 0) {
+    const entries = request.headers.get("x-forwarded-for")?.split(",") ?? [];
+    const candidate = entries[entries.length - trustedHops]?.trim();
+    if (candidate !== undefined && isAddress(candidate)) return candidate;
   }
   return socketIp ?? "unknown";
 }

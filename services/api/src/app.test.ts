@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/database";
 import { RateLimiter } from "@commerce/shared/rate-limit";
-import { eventually } from "@commerce/testing/basics";
+import { eventually, testDatabaseUrl, unique } from "@commerce/testing/basics";
 import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
+import { hangUpMidBody } from "@commerce/testing/raw-http";
+import postgres from "postgres";
+import { createDatabase } from "./db";
 
 let api: ApiHarness;
 let customer: string;
@@ -185,5 +188,71 @@ describe("operations and errors", () => {
     expect(res.headers.get("content-type")).toBe(problemType);
     expect(res.text).not.toMatch(/select|at .*\.ts|ECONNREFUSED/i);
     await dbDown.close();
+  });
+
+  test("N3: a client that hangs up mid-body is logged at info as client_closed, never as a 5xx", async () => {
+    const listening = await startApi({ env: { PORT: "0" } });
+    listening.service.start();
+    try {
+      const port = listening.service.app.server?.port as number;
+      const body = JSON.stringify({ name: "x".repeat(4000), price: 1, category: unique("cat") });
+      const admin = await listening.admin();
+      for (const chunked of [false, true])
+        await hangUpMidBody(port, "/api/products", body, {
+          headers: { authorization: `Bearer ${admin}` },
+          chunked,
+        });
+      const logged = () => listening.logLines.map((line) => JSON.parse(line));
+      await eventually(
+        async () =>
+          logged().filter((line) => line.msg === "client_closed").length === 2 ? true : undefined,
+        3000,
+        "two client_closed lines",
+      );
+      expect(logged().filter((line) => line.msg === "client_closed")).toEqual([
+        expect.objectContaining({ level: "info", method: "POST", path: "/api/products" }),
+        expect.objectContaining({ level: "info", method: "POST", path: "/api/products" }),
+      ]);
+      expect(logged().filter((line) => line.level === "error")).toEqual([]);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).not.toMatch(/http_requests_total\{[^}]*status="5\d\d"/);
+      expect(metrics).toMatch(/http_requests_total\{[^}]*status="499"\} 2/);
+    } finally {
+      await listening.close();
+    }
+  });
+
+  test("N3: a database error is logged by its SQLSTATE, never with the SQL text or parameters", async () => {
+    // A real database that refuses every write: the insert fails inside PostgreSQL.
+    const readOnly = postgres(testDatabaseUrl, {
+      max: 1,
+      onnotice: () => {},
+      connection: { default_transaction_read_only: true },
+    });
+    const refusing = await startApi({ replace: { db: createDatabase(readOnly) } });
+    try {
+      const name = unique("secret-product-name");
+      const res = await refusing.call("POST", "/api/products", {
+        token: await refusing.admin(),
+        body: { name, price: 87_654_321, category: unique("cat") },
+      });
+      expect(res.status).toBe(500);
+      const lines = refusing.logLines.join("");
+      expect(lines).not.toContain(name);
+      expect(lines).not.toContain(String(87_654_321));
+      expect(lines).not.toMatch(/insert into|"api"\."products"|params:/i);
+      const logged = refusing.logLines.map((line) => JSON.parse(line));
+      expect(logged).toContainEqual(
+        expect.objectContaining({
+          level: "error",
+          msg: "unexpected error",
+          error: "database error",
+          error_code: "25006",
+        }),
+      );
+    } finally {
+      await refusing.close();
+      await readOnly.end();
+    }
   });
 });

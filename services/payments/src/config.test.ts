@@ -4,7 +4,7 @@ import { loadConfig } from "../src/config";
 
 const required = {
   DATABASE_URL: "postgres://root@127.0.0.1:5432/test",
-  PAYMENT_WEBHOOK_SECRETS: "whsec_a",
+  PAYMENT_WEBHOOK_SECRETS: "whsec_a_long_secret",
 };
 
 describe("configuration", () => {
@@ -13,32 +13,51 @@ describe("configuration", () => {
       port: 3001,
       natsUrl: "nats://127.0.0.1:4222",
       rateLimit: { ratePerSecond: 100, burst: 200 },
-      trustProxy: false,
+      trustProxy: 0,
       logLevel: "info",
-      webhook: { secrets: ["whsec_a"], toleranceSeconds: 300 },
+      webhook: { secrets: ["whsec_a_long_secret"], toleranceSeconds: 300 },
     });
   });
 
   test("W2: PAYMENT_WEBHOOK_SECRETS is a comma-separated list for rotation", () => {
     const config = loadConfig({
       ...required,
-      PAYMENT_WEBHOOK_SECRETS: "whsec_new, whsec_old",
+      PAYMENT_WEBHOOK_SECRETS: "whsec_new_long_secret, whsec_old_long_secret",
       WEBHOOK_TOLERANCE_SECONDS: "60",
     });
-    expect(config.webhook).toEqual({ secrets: ["whsec_new", "whsec_old"], toleranceSeconds: 60 });
+    expect(config.webhook).toEqual({
+      secrets: ["whsec_new_long_secret", "whsec_old_long_secret"],
+      toleranceSeconds: 60,
+    });
+  });
+
+  test("W2: every webhook secret has at least 16 characters, or the service does not start", () => {
+    const secrets = (PAYMENT_WEBHOOK_SECRETS: string) =>
+      loadConfig({ ...required, PAYMENT_WEBHOOK_SECRETS }).webhook.secrets;
+    expect(secrets("0123456789abcdef")).toEqual(["0123456789abcdef"]);
+    for (const bad of ["whsec_dev", "0123456789abcde", "whsec_a_long_secret,short"]) {
+      expect(() => secrets(bad)).toThrow(ConfigError);
+      expect(() => secrets(bad)).toThrow(
+        "PAYMENT_WEBHOOK_SECRETS: each secret must be at least 16 characters long",
+      );
+    }
   });
 
   test.each([
     [{ DATABASE_URL: required.DATABASE_URL }, "PAYMENT_WEBHOOK_SECRETS is required"],
     [
-      { ...required, PAYMENT_WEBHOOK_SECRETS: "whsec_a,,whsec_b" },
+      { ...required, PAYMENT_WEBHOOK_SECRETS: "whsec_a_long_secret,,whsec_b_long_secret" },
       "PAYMENT_WEBHOOK_SECRETS must be",
     ],
-    [{ ...required, PAYMENT_WEBHOOK_SECRETS: "whsec_a, " }, "PAYMENT_WEBHOOK_SECRETS must be"],
+    [
+      { ...required, PAYMENT_WEBHOOK_SECRETS: "whsec_a_long_secret, " },
+      "PAYMENT_WEBHOOK_SECRETS must be",
+    ],
     [{ ...required, WEBHOOK_TOLERANCE_SECONDS: "5m" }, "WEBHOOK_TOLERANCE_SECONDS must be"],
     [{ ...required, WEBHOOK_TOLERANCE_SECONDS: "0" }, "WEBHOOK_TOLERANCE_SECONDS must be"],
     [{ ...required, RATE_LIMIT_RPS: "-1" }, "RATE_LIMIT_RPS must be"],
-    [{ PAYMENT_WEBHOOK_SECRETS: "whsec_a" }, "DATABASE_URL is required"],
+    [{ PAYMENT_WEBHOOK_SECRETS: "whsec_a_long_secret" }, "DATABASE_URL is required"],
+    [{ ...required, PAYMENT_WEBHOOK_SECRETS: "whsec_dev" }, "PAYMENT_WEBHOOK_SECRETS: each secret"],
   ])("a bad setting %j stops with one line naming the variable", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

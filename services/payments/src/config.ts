@@ -1,5 +1,7 @@
 import { ConfigError, type Env, read, readCommonConfig } from "@commerce/shared/config";
 
+const minSecretLength = 16;
+
 export type PaymentsConfig = ReturnType<typeof loadConfig>;
 
 export function loadConfig(env: Env) {
@@ -10,6 +12,11 @@ export function loadConfig(env: Env) {
   if (secrets.some((secret) => secret === ""))
     throw new ConfigError(
       "PAYMENT_WEBHOOK_SECRETS must be a comma-separated list of non-empty secrets",
+    );
+  // W2: a short secret can be guessed offline from one signed notification.
+  if (secrets.some((secret) => secret.length < minSecretLength))
+    throw new ConfigError(
+      `PAYMENT_WEBHOOK_SECRETS: each secret must be at least ${minSecretLength} characters long`,
     );
   return {
     ...readCommonConfig(env, { port: 3001, ratePerSecond: 100, burst: 200 }),

@@ -12,8 +12,8 @@ export type PaymentsDeps = {
   webhook: WebhookSettings;
   /** Requests per source IP (429 past the budget). */
   rateLimiter: RateLimiter;
-  /** Take the client IP from X-Forwarded-For (behind a trusted proxy only). */
-  trustProxy: boolean;
+  /** Proxies in front that append to X-Forwarded-For (N2); 0 = the socket address is the client. */
+  trustProxy: number;
   topology: MessageTopology;
   logger: Logger;
   metrics: Metrics;

@@ -1,4 +1,9 @@
-import { PayloadTooLargeError, UnsupportedMediaTypeError } from "../errors";
+import {
+  ClientClosedError,
+  HttpError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+} from "../errors";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -25,8 +30,21 @@ export function assertJsonContentType(contentType: string | null): void {
 /**
  * The raw body, 413 past `limitBytes`: first by the declared Content-Length, then by the bytes
  * actually read, stopping as soon as they pass the limit (a chunked flood is never buffered).
+ * A client that hangs up before the whole body arrived is a ClientClosedError (N3), not a 500.
  */
 export async function readBodyWithin(request: Request, limitBytes: number): Promise<Uint8Array> {
+  try {
+    return await readBody(request, limitBytes);
+  } catch (error) {
+    if (error instanceof HttpError) throw error;
+    // Bun rejects the read with an AbortError ("The connection was closed.") and aborts the signal.
+    if (request.signal.aborted || (error instanceof Error && error.name === "AbortError"))
+      throw new ClientClosedError();
+    throw error;
+  }
+}
+
+async function readBody(request: Request, limitBytes: number): Promise<Uint8Array> {
   assertContentLength(request, limitBytes);
   // A declared length frames the body: read it whole (cheaper than a stream), then make sure.
   if (request.headers.has("content-length")) {

@@ -1,5 +1,6 @@
 import { Elysia, type ValidationError as ElysiaValidationError } from "elysia";
 import {
+  ClientClosedError,
   type FieldError,
   HttpError,
   NotFoundError,
@@ -71,6 +72,12 @@ export function problemErrors({ logger }: { logger: Logger }) {
         });
         problem = new HttpError(500, "Internal Server Error", "An unexpected error occurred");
       }
+      if (problem instanceof ClientClosedError)
+        logger.info("client_closed", {
+          request_id: requestIdOf(request),
+          method: request.method,
+          path: new URL(request.url).pathname,
+        });
       set.status = problem.status;
       return problemResponse(problem, { "x-request-id": requestIdOf(request) });
     },

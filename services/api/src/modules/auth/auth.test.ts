@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { jwtSecret as testSecret, token } from "@commerce/testing/basics";
+import { afterAll, afterEach, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
+import { jwtSecret as testSecret, token, unique } from "@commerce/testing/basics";
 import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
 import { createTokenVerifier } from "./service";
 
@@ -148,6 +148,114 @@ describe("auth: subjects", () => {
   test("A3: a subject with control characters or over 255 characters is 401", async () => {
     await expect401(`Bearer ${await token({ sub: "alice\u0000" })}`);
     await expect401(`Bearer ${await token({ sub: "a".repeat(256) })}`);
+  });
+
+  test("A5: subjects with lone surrogates are 401, so user\\ud800 and user\\udbff cannot share one customer", async () => {
+    const first = await token({ sub: "user\ud800" });
+    const second = await token({ sub: "user\udbff" });
+    await expect401(`Bearer ${first}`);
+    await expect401(`Bearer ${second}`);
+    expect(
+      (await api.call("POST", "/api/orders", { token: first, body: { product_id: 1, qty: 1 } }))
+        .status,
+    ).toBe(401);
+    expect((await api.call("GET", "/api/orders", { token: second })).status).toBe(401);
+  });
+
+  test("A5: DEL and C1 control characters are 401; length counts code points, 1 to 255", async () => {
+    for (const sub of ["alice\u007f", "alice\u0085", "\u009fbob", ""])
+      await expect401(`Bearer ${await token({ sub })}`);
+    const ok = async (sub: string) =>
+      (await api.call("GET", "/api/cart", { token: await token({ sub }) })).status;
+    expect(await ok(`${unique("u")}${"😀".repeat(240)}`)).toBe(200);
+    expect(await ok("😀".repeat(255))).toBe(200);
+    await expect401(`Bearer ${await token({ sub: "😀".repeat(256) })}`);
+    expect(await ok(`${unique("ü")}ñ€`)).toBe(200);
+  });
+});
+
+/** A JWKS endpoint whose keys the test rotates, and a signer for each of its key ids. */
+async function rotatingJwks() {
+  const { generateKeyPair, exportJWK, SignJWT } = await import("jose");
+  const pairs = new Map<string, CryptoKeyPair>();
+  const pair = (kid: string) => pairs.get(kid) as CryptoKeyPair;
+  let served: string[] = [];
+  let fetches = 0;
+  const publish = async (...kids: string[]) => {
+    for (const kid of kids)
+      if (!pairs.has(kid)) pairs.set(kid, await generateKeyPair("RS256", { extractable: true }));
+    served = kids;
+  };
+  const jwks = async () => ({
+    keys: await Promise.all(
+      served.map(async (kid) => ({
+        ...(await exportJWK(pair(kid).publicKey)),
+        kid,
+        alg: "RS256",
+        use: "sig",
+      })),
+    ),
+  });
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: async () => {
+      fetches++;
+      return Response.json(await jwks());
+    },
+  });
+  const sign = (kid: string, sub: string, expiresIn: string) =>
+    new SignJWT({})
+      .setProtectedHeader({ alg: "RS256", kid })
+      .setSubject(sub)
+      .setExpirationTime(expiresIn)
+      .sign(pair(kid).privateKey);
+  return {
+    url: `http://127.0.0.1:${server.port}/jwks.json`,
+    publish,
+    sign,
+    fetches: () => fetches,
+    stop: () => server.stop(true),
+  };
+}
+
+describe("auth: remembered tokens", () => {
+  afterEach(() => setSystemTime());
+
+  test("A5: a token issued for 100 years is remembered for at most 5 minutes, then its removed key refuses it", async () => {
+    const jwks = await rotatingJwks();
+    try {
+      await jwks.publish("k1");
+      const verify = createTokenVerifier({ jwksUrl: jwks.url });
+      const century = await jwks.sign("k1", "erin", "100y");
+      expect(await verify(century)).toEqual({ customerId: "erin", admin: false });
+      await jwks.publish("k2");
+      setSystemTime(Date.now() + 5 * 60_000 + 1000);
+      await expect(verify(century)).rejects.toMatchObject({ status: 401 });
+    } finally {
+      jwks.stop();
+    }
+  });
+
+  test("A5: a JWKS refresh forgets every remembered token, so a token of a removed key is 401 at once", async () => {
+    const jwks = await rotatingJwks();
+    try {
+      await jwks.publish("k1");
+      const verify = createTokenVerifier({ jwksUrl: jwks.url });
+      const old = await jwks.sign("k1", "frank", "1h");
+      expect(await verify(old)).toEqual({ customerId: "frank", admin: false });
+      expect(jwks.fetches()).toBe(1);
+
+      await jwks.publish("k2");
+      const fresh = await jwks.sign("k2", "grace", "1h");
+      // Past jose's 30 s cooldown, an unknown key id makes it fetch the key set again.
+      setSystemTime(Date.now() + 31_000);
+      expect(await verify(fresh)).toEqual({ customerId: "grace", admin: false });
+      expect(jwks.fetches()).toBe(2);
+      await expect(verify(old)).rejects.toMatchObject({ status: 401 });
+    } finally {
+      jwks.stop();
+    }
   });
 });
 

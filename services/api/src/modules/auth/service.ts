@@ -1,5 +1,12 @@
 import { UnauthorizedError } from "@commerce/shared/errors";
-import { createRemoteJWKSet, type JWTPayload, type JWTVerifyOptions, jwtVerify } from "jose";
+import {
+  createRemoteJWKSet,
+  type JWKSCacheInput,
+  type JWTPayload,
+  type JWTVerifyOptions,
+  jwksCache,
+  jwtVerify,
+} from "jose";
 
 export type AuthConfig = {
   jwtSecret?: string;
@@ -14,9 +21,32 @@ export type Principal = { customerId: string; admin: boolean };
 export type TokenVerifier = (token: string) => Promise<Principal>;
 
 const maxVerifiedTokens = 10_000;
+/**
+ * A5: how long a verified token is remembered at most, whatever its `exp` says; also how old the
+ * fetched JWKS may grow before the next verification fetches it again (jose's default is 10).
+ */
+const maxRememberedMs = 5 * 60_000;
+/** A5: a subject is at most this many code points (what PostgreSQL counts in a text column). */
+const maxSubjectCodePoints = 255;
 
 export const bearerChallenge = (error?: string) =>
   error ? `Bearer realm="api", error="${error}"` : 'Bearer realm="api"';
+
+const invalidToken = (detail: string) =>
+  new UnauthorizedError(detail, { "www-authenticate": bearerChallenge("invalid_token") });
+
+/**
+ * A5: well-formed Unicode (a lone surrogate would be stored as U+FFFD, so two subjects would share
+ * one customer), 1 to 255 code points, and no C0, DEL or C1 control character.
+ */
+export function isUsableSubject(sub: unknown): sub is string {
+  if (typeof sub !== "string" || sub.length > maxSubjectCodePoints * 2 || !sub.isWellFormed())
+    return false;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a subject may not hold
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(sub)) return false;
+  const codePoints = [...sub].length;
+  return codePoints >= 1 && codePoints <= maxSubjectCodePoints;
+}
 
 /** Verifies bearer tokens as A2 says: HS256 with the secret, or RS256/ES256 from a JWKS. */
 export function createTokenVerifier(config: AuthConfig): TokenVerifier {
@@ -25,7 +55,15 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
     issuer: config.issuer,
     audience: config.audience,
   };
-  const jwks = config.jwksUrl ? createRemoteJWKSet(new URL(config.jwksUrl)) : undefined;
+  // jose writes `uat` here each time it fetches the key set: the generation of the keys in use.
+  const keySet: JWKSCacheInput = {};
+  const keysGeneration = () => ("uat" in keySet ? keySet.uat : 0);
+  const jwks = config.jwksUrl
+    ? createRemoteJWKSet(new URL(config.jwksUrl), {
+        cacheMaxAge: maxRememberedMs,
+        [jwksCache]: keySet,
+      })
+    : undefined;
   const secret = config.jwtSecret ? new TextEncoder().encode(config.jwtSecret) : undefined;
 
   const verify = async (token: string): Promise<JWTPayload> => {
@@ -36,32 +74,40 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
     throw new Error("no token key configured");
   };
 
-  // A token verified once stays good until its `exp`: checking it again is pure cost (WebCrypto
-  // key import and HMAC on every request). Bounded so a stream of distinct tokens cannot grow it.
-  const verified = new Map<string, { principal: Principal; expiresAt: number }>();
+  // Checking a token again is pure cost (WebCrypto key import and HMAC on every request), so a
+  // verified one is remembered (A5): at most 5 minutes, never past its `exp`, and only under the
+  // key set it was verified with. Bounded so a stream of distinct tokens cannot grow it.
+  const verified = new Map<string, { principal: Principal; until: number; generation: number }>();
+  let seenGeneration = keysGeneration();
 
   return async (token) => {
     const known = verified.get(token);
-    if (known && known.expiresAt > Date.now()) return known.principal;
+    if (known && known.until > Date.now() && known.generation === seenGeneration)
+      return known.principal;
     if (known) verified.delete(token);
 
+    const generation = keysGeneration();
     let payload: JWTPayload;
     try {
       payload = await verify(token);
     } catch {
-      throw new UnauthorizedError("The bearer token is invalid or expired", {
-        "www-authenticate": bearerChallenge("invalid_token"),
-      });
+      throw invalidToken("The bearer token is invalid or expired");
+    } finally {
+      // A refetched key set may have dropped the key a remembered token was signed with.
+      if (keysGeneration() !== seenGeneration) {
+        verified.clear();
+        seenGeneration = keysGeneration();
+      }
     }
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a subject may not hold
-    if (typeof payload.sub !== "string" || !/^[^\u0000-\u001f]{1,255}$/.test(payload.sub))
-      throw new UnauthorizedError("The bearer token has no usable subject", {
-        "www-authenticate": bearerChallenge("invalid_token"),
-      });
+    if (!isUsableSubject(payload.sub)) throw invalidToken("The bearer token has no usable subject");
     const scope = typeof payload.scope === "string" ? payload.scope.split(" ") : [];
     const principal = { customerId: payload.sub, admin: scope.includes("admin") };
     if (verified.size >= maxVerifiedTokens) verified.delete(verified.keys().next().value as string);
-    verified.set(token, { principal, expiresAt: (payload.exp as number) * 1000 });
+    verified.set(token, {
+      principal,
+      until: Math.min((payload.exp as number) * 1000, Date.now() + maxRememberedMs),
+      generation,
+    });
     return principal;
   };
 }

@@ -425,11 +425,11 @@ describe("flooding", () => {
   });
 
   test("W7: buckets are per source IP (X-Forwarded-For behind a trusted proxy)", async () => {
-    const app = payments.app({ rateLimiter: frozenLimiter(1), trustProxy: true });
+    const app = payments.app({ rateLimiter: frozenLimiter(1), trustProxy: 1 });
     const from = (ip: string) =>
       app.handle(
         notificationRequest(paymentSucceeded(orderId()), {
-          headers: { "x-forwarded-for": `${ip}, 10.0.0.1` },
+          headers: { "x-forwarded-for": `198.51.100.7, ${ip}` },
         }),
       );
     expect((await from("203.0.113.1")).status).toBe(200);
@@ -451,5 +451,46 @@ describe("flooding", () => {
     const app = payments.app({ rateLimiter: new RateLimiter({ ratePerSecond: 0, burst: 0 }) });
     for (let i = 0; i < 5; i++)
       expect((await app.handle(notificationRequest(paymentSucceeded(orderId())))).status).toBe(200);
+  });
+});
+
+describe("client address behind proxies", () => {
+  const forwardedFor = (app: ReturnType<PaymentsHarness["app"]>, xff: string, id = orderId()) =>
+    app.handle(notificationRequest(paymentSucceeded(id), { headers: { "x-forwarded-for": xff } }));
+  const randomIp = () =>
+    `198.51.${Math.floor(Math.random() * 256)}.${Math.floor(Math.random() * 256)}`;
+
+  test("N2: random left-most X-Forwarded-For entries do not buy a fresh bucket each", async () => {
+    const app = payments.app({ rateLimiter: frozenLimiter(2), trustProxy: 1 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++)
+      statuses.push((await forwardedFor(app, `${randomIp()}, 203.0.113.50`)).status);
+    expect(statuses).toEqual([200, 200, 429, 429, 429]);
+  });
+
+  test("N2: a flood that names the provider's address spends its own bucket, not the provider's", async () => {
+    const app = payments.app({ rateLimiter: frozenLimiter(2), trustProxy: 1 });
+    const provider = "203.0.113.10";
+    for (let i = 0; i < 5; i++) await forwardedFor(app, `${provider}, 198.51.100.66`);
+    expect((await forwardedFor(app, provider)).status).toBe(200);
+    expect((await forwardedFor(app, `${provider}, 198.51.100.66`)).status).toBe(429);
+  });
+
+  test("N2: the stored and logged source_ip is the address the trusted proxy saw, and only an IP address", async () => {
+    const app = payments.app({ trustProxy: 2 });
+    const stored = async (xff: string) => {
+      const id = orderId();
+      expect((await forwardedFor(app, xff, id)).status).toBe(200);
+      const [row] = await payments.sql<{ source_ip: string }[]>`
+        select source_ip from payments.notifications where order_id = ${id}`;
+      return row.source_ip;
+    };
+    expect(await stored("192.0.2.1, 2001:db8::7, 10.0.0.2")).toBe("2001:db8::7");
+    const forged = `forged-${"x".repeat(200)}`;
+    // In-process requests have no socket, so the fallback shows as "unknown".
+    expect(await stored(`203.0.113.9, ${forged}, 10.0.0.2`)).toBe("unknown");
+    expect(await stored("10.0.0.2")).toBe("unknown");
+    expect(await stored("fe80::1%eth0, 10.0.0.2")).toBe("unknown");
+    expect(payments.logLines.join("")).not.toContain(forged);
   });
 });

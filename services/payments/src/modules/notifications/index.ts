@@ -1,4 +1,4 @@
-import { HttpError } from "@commerce/shared/errors";
+import { ClientClosedError, HttpError } from "@commerce/shared/errors";
 import {
   assertContentLength,
   assertJsonContentType,
@@ -60,13 +60,13 @@ export function notificationsController(deps: PaymentsDeps) {
   const { sql, logger, metrics, topology, webhook, rateLimiter, outboxWritten } = deps;
   const counted = metrics.counter(
     "notifications_total",
-    "Payment notifications by outcome (accepted, duplicate, rejected, failed) and reason",
+    "Payment notifications by outcome (accepted, duplicate, rejected, client_closed, failed) and reason",
     ["outcome", "reason"],
   );
 
   const record = (
     request: Request,
-    outcome: "accepted" | "duplicate" | "rejected" | "failed",
+    outcome: "accepted" | "duplicate" | "rejected" | "client_closed" | "failed",
     reason: string,
     fields: NotificationLog,
   ) => {
@@ -109,6 +109,11 @@ export function notificationsController(deps: PaymentsDeps) {
           ? { received: true as const, duplicate: true as const }
           : { received: true as const };
       } catch (error) {
+        if (error instanceof ClientClosedError) {
+          // N3: the provider hung up mid-body; nothing was stored and it will retry.
+          record(request, "client_closed", "none", log);
+          throw error;
+        }
         const reason = rejectionReason(error);
         if (error instanceof InvalidNotificationError) Object.assign(log, error.partial);
         record(request, reason ? "rejected" : "failed", reason ?? "error", log);

@@ -1,16 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { Metrics } from "@commerce/shared/metrics";
+import { signPayload } from "@commerce/shared/signature";
 import { eventually, webhookSecret as secret } from "@commerce/testing/basics";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import {
   collectingLogger,
   frozenLimiter,
   notificationRequest,
+  nowSeconds,
   paymentSucceeded,
   rowsFor,
   uniqueOrderId,
 } from "@commerce/testing/payments-requests";
+import { hangUpMidBody } from "@commerce/testing/raw-http";
 
 let payments: PaymentsHarness;
 beforeAll(async () => {
@@ -75,7 +78,7 @@ describe("notification id", () => {
 describe("accepting", () => {
   test("W5: an accepted payment.succeeded stores the notification and its order-paid message", async () => {
     let kicks = 0;
-    const app = payments.app({ trustProxy: true, outboxWritten: () => kicks++ });
+    const app = payments.app({ trustProxy: 1, outboxWritten: () => kicks++ });
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
     const raw = JSON.stringify(paymentSucceeded(orderId, { id, amount: 2598, currency: "EUR" }));
@@ -289,6 +292,42 @@ describe("logging and metrics", () => {
     for (const signature of signatures) {
       expect(text).not.toContain(signature);
       expect(text).not.toContain(signature.split("v1=")[1]);
+    }
+  });
+
+  test("N3: a provider that hangs up mid-body is logged at info as client_closed, not counted as failed, and stores nothing", async () => {
+    const listening = await startPayments({ env: { PORT: "0" } });
+    listening.service.start();
+    try {
+      const port = listening.service.app.server?.port as number;
+      const orderIds = [uniqueOrderId(), uniqueOrderId()];
+      for (const [i, orderId] of orderIds.entries()) {
+        const body = JSON.stringify(paymentSucceeded(orderId, { padding: "x".repeat(2000) }));
+        await hangUpMidBody(port, "/api/webhooks/payment", body, {
+          headers: { "x-signature": signPayload(body, secret, nowSeconds()) },
+          chunked: i === 1,
+        });
+      }
+      const logged = () => listening.logLines.map((line) => JSON.parse(line));
+      await eventually(
+        async () =>
+          logged().filter((line) => line.msg === "client_closed").length === 2 ? true : undefined,
+        3000,
+        "two client_closed lines",
+      );
+      expect(logged().filter((line) => line.msg === "notification")).toEqual([
+        expect.objectContaining({ level: "info", outcome: "client_closed" }),
+        expect.objectContaining({ level: "info", outcome: "client_closed" }),
+      ]);
+      expect(logged().filter((line) => line.level === "error")).toEqual([]);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toContain('notifications_total{outcome="client_closed",reason="none"} 2');
+      expect(metrics).not.toContain('outcome="failed"');
+      expect(metrics).not.toMatch(/http_requests_total\{[^}]*status="5\d\d"/);
+      for (const orderId of orderIds)
+        expect(await rowsFor(listening.sql, orderId)).toEqual({ notifications: 0, outbox: 0 });
+    } finally {
+      await listening.close();
     }
   });
 
