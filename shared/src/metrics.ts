@@ -74,6 +74,32 @@ export class Metrics {
     );
   }
 
+  /** A gauge with labels, every series read when scraped (e.g. open reviews by reason). */
+  labelledGauge<L extends string>(
+    name: string,
+    help: string,
+    labelNames: L[],
+    read: () => Promise<Array<{ labels: Record<L, string>; value: number }>>,
+  ): Gauge<L> {
+    return (
+      this.existing<Gauge<L>>(name) ??
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          try {
+            for (const { labels, value } of await read()) this.set(labels, value);
+          } catch {
+            // A failed read leaves the gauge empty rather than showing stale series.
+          }
+        },
+      })
+    );
+  }
+
   render(): Promise<string> {
     return this.registry.metrics();
   }

@@ -11,6 +11,7 @@ import { cartController } from "./modules/cart";
 import { ordersController } from "./modules/orders";
 import { checkoutController } from "./modules/orders/checkout";
 import { productsController } from "./modules/products";
+import { reviewsController } from "./modules/reviews";
 
 export const apiBodyLimit = 16 * 1024;
 
@@ -39,6 +40,7 @@ export function createApp(deps: ApiDeps) {
       .use(ordersController(deps))
       .use(cartController(deps))
       .use(checkoutController(deps))
+      .use(reviewsController(deps))
   );
 }
 

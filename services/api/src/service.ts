@@ -10,6 +10,7 @@ import { deleteExpiredIdempotencyKeys } from "./lib/idempotency";
 import { createTokenVerifier } from "./modules/auth/service";
 import { OrderExpirySweeper } from "./modules/orders/expiry";
 import { ensurePaymentConsumer, PaymentConsumer } from "./modules/orders/payment-consumer";
+import { registerReviewMetrics } from "./modules/reviews/service";
 
 /**
  * The api's composition root: the shared core (database, NATS, outbox relay), the payment
@@ -51,6 +52,7 @@ export async function createService(config: ApiConfig, options: ServiceOptions<A
     ...options.replace,
   };
   const app = createApp(deps);
+  registerReviewMetrics(core.metrics, db);
   const expiry = new OrderExpirySweeper({
     db,
     topology: core.topology,

@@ -138,14 +138,55 @@ export const reviewReasons = [
 ] as const;
 export type ReviewReason = (typeof reviewReasons)[number];
 
-/** Payment messages that need a person (L4): kept with the message, never applied blindly. */
-export const paymentReviews = api.table("payment_reviews", {
-  id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
-  notificationId: text("notification_id").notNull(),
-  orderId: bigint("order_id", { mode: "number" }).notNull(),
-  reason: text("reason", { enum: reviewReasons }).notNull(),
-  message: jsonb("message").notNull(),
-  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
-});
+export const reviewStatuses = ["open", "resolved"] as const;
+export const reviewResolutions = ["applied", "dismissed"] as const;
+
+/** Payment messages that need a person (L4, V1, V2): kept with the message, never applied blindly. */
+export const paymentReviews = api.table(
+  "payment_reviews",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    notificationId: text("notification_id").notNull(),
+    orderId: bigint("order_id", { mode: "number" }).notNull(),
+    event: text("event").notNull(),
+    reason: text("reason", { enum: reviewReasons }).notNull(),
+    amount: bigint("amount", { mode: "number" }).notNull(),
+    currency: text("currency").notNull(),
+    message: jsonb("message").notNull(),
+    status: text("status", { enum: reviewStatuses }).notNull().default("open"),
+    resolution: text("resolution", { enum: reviewResolutions }),
+    note: text("note"),
+    resolvedBy: text("resolved_by"),
+    resolvedAt: timestamp("resolved_at", { withTimezone: true }),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [
+    index("payment_reviews_status_id_idx").on(table.status, table.id),
+    index("payment_reviews_order_id_idx").on(table.orderId),
+  ],
+);
+
+/**
+ * T1: what happened to each order, one row per thing, written in the transaction of the thing
+ * it records (never reconstructed later).
+ */
+export const orderEvents = api.table(
+  "order_events",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    orderId: bigint("order_id", { mode: "number" })
+      .notNull()
+      .references(() => orders.id),
+    type: text("type").notNull(),
+    at: timestamp("at", { withTimezone: true }).notNull().defaultNow(),
+    source: text("source").notNull(),
+    notificationId: text("notification_id"),
+    detail: jsonb("detail").notNull().default({}),
+  },
+  (table) => [
+    index("order_events_order_id_idx").on(table.orderId, table.id),
+    index("order_events_notification_id_idx").on(table.notificationId),
+  ],
+);
 
 export const outbox = outboxTable(api);

@@ -5,8 +5,23 @@ import { idempotencyHeaders, once } from "../../lib/idempotency";
 import { orderIdParam } from "../../lib/ids";
 import { pageRequestOf } from "../../lib/paging";
 import { auth } from "../auth";
-import { linesOf, newOrder, order, orderListQuery, orderPage, orderStatusChange } from "./model";
-import { changeStatus, getOrder, listOrders, orderSettingsOf, placeOrder } from "./service";
+import {
+  linesOf,
+  newOrder,
+  order,
+  orderListQuery,
+  orderPage,
+  orderStatusChange,
+  timeline,
+} from "./model";
+import {
+  changeStatus,
+  getOrder,
+  listOrders,
+  orderSettingsOf,
+  orderTimeline,
+  placeOrder,
+} from "./service";
 
 export const ordersController = (deps: ApiDeps) => {
   const { db, verifyToken, topology, outboxWritten } = deps;
@@ -59,6 +74,23 @@ export const ordersController = (deps: ApiDeps) => {
       response: { 200: order, ...problems(400, 401, 404, 429, 503) },
       detail: { summary: "Read an order: own, or any for admin; others answer 404" },
     })
+    .get(
+      "/:order_id/events",
+      ({ params, principal }) => orderTimeline(db, principal, params.order_id),
+      {
+        auth: "customer",
+        params: t.Object({ order_id: orderIdParam }),
+        response: { 200: timeline, ...problems(400, 401, 404, 429, 503) },
+        detail: {
+          summary: "An order's timeline",
+          description:
+            "Everything that happened to the order, oldest first: created, paid, cancelled, " +
+            "refunded, payment_failed, review_opened, review_resolved, each with its source and " +
+            "the payment notification that caused it. The owner's customer token or an admin " +
+            "token; anyone else gets 404.",
+        },
+      },
+    )
     .patch(
       "/:order_id",
       async ({ params, body, principal }) => {

@@ -8,7 +8,7 @@ import {
 } from "@commerce/shared/messages";
 import { and, eq, gte, isNotNull, sql } from "drizzle-orm";
 import type { Executor } from "../../db";
-import { type CancelReason, orders, outbox, products } from "../../db/schema";
+import { type CancelReason, orderEvents, orders, outbox, products } from "../../db/schema";
 import type { Order, OrderStatus } from "./model";
 import { type ItemRow, itemsOf, orderRow, toOrder } from "./order-rows";
 
@@ -19,7 +19,7 @@ import { type ItemRow, itemsOf, orderRow, toOrder } from "./order-rows";
  */
 const moves: Record<OrderStatus, Partial<Record<OrderStatus, readonly EventSource[]>>> = {
   created: { paid: ["webhook", "manual", "review"], cancelled: ["api", "manual", "expiry"] },
-  paid: { refunded: ["webhook", "manual"] },
+  paid: { refunded: ["webhook", "manual", "review"] },
   cancelled: { paid: ["review"] },
   refunded: {},
 };
@@ -129,7 +129,30 @@ async function giveStockBack(tx: Executor, items: ItemRow[]): Promise<void> {
       .where(and(eq(products.id, item.productId), isNotNull(products.stock)));
 }
 
-/** M3, R5: one `orders.<event>` message in the outbox, in the transaction of what it announces. */
+/** The kinds of timeline entry (T1): the order events, and a payment review opened or resolved. */
+export type TimelineType = OrderEventName | "review_opened" | "review_resolved";
+
+/** T1: one timeline entry, in the caller's transaction, the same one as what it records. */
+export async function recordOnTimeline(
+  tx: Executor,
+  orderId: number,
+  type: TimelineType,
+  cause: { source: EventSource; notificationId?: string },
+  detail: Record<string, unknown> = {},
+): Promise<void> {
+  await tx.insert(orderEvents).values({
+    orderId,
+    type,
+    source: cause.source,
+    notificationId: cause.notificationId ?? null,
+    detail,
+  });
+}
+
+/**
+ * M3, R5, T1: one `orders.<event>` message in the outbox and one timeline entry, in the
+ * transaction of what they announce.
+ */
 export async function writeOrderEvent(
   tx: Executor,
   topology: MessageTopology,
@@ -160,4 +183,11 @@ export async function writeOrderEvent(
     messageId: orderEventMessageId(event, order.order_id, cause.notificationId),
     payload: message,
   });
+  await recordOnTimeline(
+    tx,
+    order.order_id,
+    event,
+    cause,
+    cause.reason ? { reason: cause.reason } : {},
+  );
 }

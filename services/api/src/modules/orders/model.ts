@@ -78,6 +78,36 @@ export const orderListQuery = t.Object(
 );
 export const orderPage = page(order);
 
+export const timeline = t.Object({
+  items: t.Array(
+    t.Object({
+      seq: integer({
+        description: "1 for the first thing that happened to the order, then 2, ...",
+      }),
+      type: t.UnionEnum([
+        "created",
+        "paid",
+        "cancelled",
+        "refunded",
+        "payment_failed",
+        "review_opened",
+        "review_resolved",
+      ]),
+      at: t.String({ format: "date-time" }),
+      source: t.UnionEnum(["api", "webhook", "manual", "expiry", "review"], {
+        description:
+          "api: the customer's request; manual: an admin's; webhook: a payment notification; expiry: the api's own sweep; review: an admin resolving a payment review",
+      }),
+      notification_id: t.Nullable(
+        t.String({ description: "The payment notification that caused it, if one did" }),
+      ),
+      detail: t.Record(t.String(), t.Unknown(), {
+        description: 'e.g. {"reason": "expired"} or {"review_id": 7, "reason": "mismatch"}',
+      }),
+    }),
+  ),
+});
+
 export type Order = typeof order.static;
 export type OrderItem = typeof orderItem.static;
 export type NewOrder = typeof newOrder.static;

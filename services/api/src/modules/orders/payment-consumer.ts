@@ -64,6 +64,11 @@ export class PaymentConsumer {
       "Payment messages not yet applied by api-payment-events",
       () => this.lag(),
     );
+    deps.metrics.gauge(
+      "payment_message_oldest_unapplied_age_seconds",
+      "Age of the oldest payment message not yet applied (0: none waiting)",
+      () => this.oldestUnappliedAge(),
+    );
   }
 
   /** Starts pulling (once); safe to call again after every reconnect. */
@@ -153,6 +158,17 @@ export class PaymentConsumer {
     const jsm = await nats.manager();
     const info = await jsm.consumers.info(topology.payments.stream, topology.paymentEventsConsumer);
     return info.num_pending + info.num_ack_pending;
+  }
+
+  private async oldestUnappliedAge(): Promise<number> {
+    const { nats, topology } = this.deps;
+    const jsm = await nats.manager();
+    const stream = topology.payments.stream;
+    const info = await jsm.consumers.info(stream, topology.paymentEventsConsumer);
+    if (info.num_pending + info.num_ack_pending === 0) return 0;
+    // Everything up to the ack floor is applied; the next message in the stream is the oldest not.
+    const oldest = await jsm.streams.getMessage(stream, { seq: info.ack_floor.stream_seq + 1 });
+    return Math.max(0, (Date.now() - oldest.time.getTime()) / 1000);
   }
 
   /** Stops pulling and waits for the message being applied (O7). */

@@ -1,8 +1,13 @@
 import type { MessageTopology, PaymentMessage } from "@commerce/shared/messages";
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db";
-import { paymentReviews, processedNotifications, type ReviewReason } from "../../db/schema";
-import { transition, writeOrderEvent } from "./lifecycle";
+import {
+  orderEvents,
+  paymentReviews,
+  processedNotifications,
+  type ReviewReason,
+} from "../../db/schema";
+import { recordOnTimeline, transition, writeOrderEvent } from "./lifecycle";
 import { itemsOf, type OrderRow, orderRow, toOrder } from "./order-rows";
 
 /** The payment event a message reports, from its subject (M1). */
@@ -61,9 +66,23 @@ export function applyPaymentMessage(
     if (!first) return "duplicate";
 
     const order = await orderRow(tx, message.order_id, { lock: true });
-    const outcome = paymentOutcome(kind, order, message);
+    // The timeline already shows what this notification did (a replay after the api lost its
+    // processed-notification row): nothing to do, and certainly not a second charge.
+    const [seen] = await tx
+      .select({ id: orderEvents.id })
+      .from(orderEvents)
+      .where(
+        and(
+          eq(orderEvents.orderId, message.order_id),
+          eq(orderEvents.notificationId, message.notification_id),
+        ),
+      )
+      .limit(1);
+    const outcome = seen ? "duplicate" : paymentOutcome(kind, order, message);
     const cause = { source: "webhook" as const, notificationId: message.notification_id };
-    if (outcome === "paid" || outcome === "refunded")
+    if (outcome === "duplicate") {
+      // Recorded as seen; nothing else changes.
+    } else if (outcome === "paid" || outcome === "refunded")
       await transition(tx, topology, message.order_id, { to: outcome, ...cause });
     else if (outcome === "payment_failed" && order)
       await writeOrderEvent(
@@ -73,13 +92,25 @@ export function applyPaymentMessage(
         toOrder(order, await itemsOf(tx, order.id)),
         cause,
       );
-    else
-      await tx.insert(paymentReviews).values({
-        notificationId: message.notification_id,
-        orderId: message.order_id,
-        reason: outcome as ReviewReason,
-        message: { ...message, event: paymentEventOf[kind] },
-      });
+    else {
+      const [review] = await tx
+        .insert(paymentReviews)
+        .values({
+          notificationId: message.notification_id,
+          orderId: message.order_id,
+          event: paymentEventOf[kind],
+          reason: outcome as ReviewReason,
+          amount: message.amount,
+          currency: message.currency,
+          message: { ...message, event: paymentEventOf[kind] },
+        })
+        .returning({ id: paymentReviews.id });
+      if (order)
+        await recordOnTimeline(tx, order.id, "review_opened", cause, {
+          review_id: review.id,
+          reason: outcome,
+        });
+    }
 
     await tx
       .update(processedNotifications)

@@ -4,14 +4,14 @@ import {
   NotFoundError,
   ValidationError,
 } from "@commerce/shared/errors";
-import type { MessageTopology } from "@commerce/shared/messages";
-import { and, count, desc, eq, sql } from "drizzle-orm";
+import type { EventSource, MessageTopology } from "@commerce/shared/messages";
+import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import type { Database, Executor } from "../../db";
-import { orderItems, orders, products } from "../../db/schema";
+import { orderEvents, orderItems, orders, products } from "../../db/schema";
 import { offsetOf, type PageRequest, pageFromWindow } from "../../lib/paging";
 import { preparedStatements } from "../../lib/prepared";
 import type { Principal } from "../auth/service";
-import { takeStock, transition, writeOrderEvent } from "./lifecycle";
+import { type TimelineType, takeStock, transition, writeOrderEvent } from "./lifecycle";
 import type { Order, OrderLine, OrderStatus } from "./model";
 import { itemsOf, orderRow, toOrder, withItems } from "./order-rows";
 
@@ -160,6 +160,28 @@ export async function getOrder(db: Executor, principal: Principal, id: number): 
   if (!row || (!principal.admin && row.customerId !== principal.customerId))
     throw new NotFoundError(`Order ${id} does not exist`);
   return toOrder(row, await itemsOf(db, id));
+}
+
+/** T1: what happened to an order, oldest first; the owner's or any for an admin, else 404. */
+export async function orderTimeline(db: Executor, principal: Principal, id: number) {
+  const row = await orderRow(db, id);
+  if (!row || (!principal.admin && row.customerId !== principal.customerId))
+    throw new NotFoundError(`Order ${id} does not exist`);
+  const entries = await db
+    .select()
+    .from(orderEvents)
+    .where(eq(orderEvents.orderId, id))
+    .orderBy(asc(orderEvents.id));
+  return {
+    items: entries.map((entry, i) => ({
+      seq: i + 1,
+      type: entry.type as TimelineType,
+      at: entry.at.toISOString(),
+      source: entry.source as EventSource,
+      notification_id: entry.notificationId,
+      detail: entry.detail as Record<string, unknown>,
+    })),
+  };
 }
 
 /** R3: own orders (all for an admin), newest first, optionally of one status. */

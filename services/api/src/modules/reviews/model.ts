@@ -1,0 +1,46 @@
+import { t } from "elysia";
+import { integer, text } from "../../lib/fields";
+import { page, pageQuery } from "../../lib/paging";
+
+export const review = t.Object({
+  id: integer(),
+  order_id: integer(),
+  notification_id: t.String(),
+  event: t.String({ description: "payment.succeeded, payment.refunded or payment.failed" }),
+  reason: t.UnionEnum([
+    "unknown_order",
+    "mismatch",
+    "partial_refund",
+    "duplicate_payment",
+    "order_not_payable",
+    "refund_not_applicable",
+  ]),
+  amount: integer({ description: "The notification's amount, in minor units of its currency" }),
+  currency: t.String(),
+  created_at: t.String({ format: "date-time" }),
+  status: t.UnionEnum(["open", "resolved"]),
+  resolution: t.Nullable(t.UnionEnum(["applied", "dismissed"])),
+  note: t.Nullable(t.String()),
+  resolved_at: t.Nullable(t.String({ format: "date-time" })),
+});
+
+export const reviewQuery = t.Object(
+  { ...pageQuery, status: t.Optional(t.UnionEnum(["open", "resolved"])) },
+  { additionalProperties: true },
+);
+
+export const reviewPage = page(review);
+
+export const resolution = t.Object(
+  {
+    action: t.UnionEnum(["apply", "dismiss"], {
+      description:
+        "apply: make the move the notification asked for (pay or refund the order); dismiss: change no order",
+    }),
+    note: text(1, 1000, "Why, for whoever reads the review later"),
+  },
+  { additionalProperties: false },
+);
+
+export type Review = typeof review.static;
+export type Resolution = typeof resolution.static;

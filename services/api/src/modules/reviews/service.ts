@@ -1,0 +1,164 @@
+import { ConflictError, NotFoundError } from "@commerce/shared/errors";
+import type { MessageTopology } from "@commerce/shared/messages";
+import type { Metrics } from "@commerce/shared/metrics";
+import { and, asc, count, desc, eq, sql } from "drizzle-orm";
+import type { Database } from "../../db";
+import { orders, paymentReviews } from "../../db/schema";
+import { offsetOf, type PageRequest, pageOf } from "../../lib/paging";
+import { recordOnTimeline, transition } from "../orders/lifecycle";
+import type { Resolution, Review } from "./model";
+
+type ReviewRow = typeof paymentReviews.$inferSelect;
+
+const toReview = (row: ReviewRow): Review => ({
+  id: row.id,
+  order_id: row.orderId,
+  notification_id: row.notificationId,
+  event: row.event,
+  reason: row.reason,
+  amount: row.amount,
+  currency: row.currency,
+  created_at: row.createdAt.toISOString(),
+  status: row.status,
+  resolution: row.resolution,
+  note: row.note,
+  resolved_at: row.resolvedAt?.toISOString() ?? null,
+});
+
+/** V1: reviews newest first, optionally only open or resolved ones. */
+export async function listReviews(db: Database, paging: PageRequest, status?: "open" | "resolved") {
+  const where = status ? eq(paymentReviews.status, status) : undefined;
+  const [rows, [{ total }]] = await Promise.all([
+    db
+      .select()
+      .from(paymentReviews)
+      .where(where)
+      .orderBy(desc(paymentReviews.id))
+      .limit(paging.perPage)
+      .offset(offsetOf(paging)),
+    db.select({ total: count() }).from(paymentReviews).where(where),
+  ]);
+  return pageOf(rows.map(toReview), total, paging);
+}
+
+export async function getReview(db: Database, id: number): Promise<Review> {
+  const [row] = await db.select().from(paymentReviews).where(eq(paymentReviews.id, id));
+  if (!row) throw new NotFoundError(`Payment review ${id} does not exist`);
+  return toReview(row);
+}
+
+/** The move a review's notification asked for, when applying it can make one (V2). */
+const moveOf = (row: ReviewRow) =>
+  row.reason === "unknown_order"
+    ? undefined
+    : ({ "payment.succeeded": "paid", "payment.refunded": "refunded" } as const)[
+        row.event as "payment.succeeded" | "payment.refunded"
+      ];
+
+/**
+ * V2: resolves an open review once. `dismiss` changes no order; `apply` makes the move the
+ * notification asked for through the lifecycle's `transition` (source `review`), in the same
+ * transaction, and is 409 (the review stays open) when that move is not possible now. The review
+ * row is locked first, so of two admins resolving at once one wins and the other gets 409.
+ */
+export async function resolveReview(
+  db: Database,
+  topology: MessageTopology,
+  id: number,
+  resolution: Resolution,
+  resolvedBy: string,
+): Promise<{ review: Review; moved: boolean }> {
+  return db.transaction(async (tx) => {
+    const [row] = await tx
+      .select()
+      .from(paymentReviews)
+      .where(eq(paymentReviews.id, id))
+      .for("update");
+    if (!row) throw new NotFoundError(`Payment review ${id} does not exist`);
+    if (row.status === "resolved")
+      throw new ConflictError(`Payment review ${id} is already resolved (${row.resolution})`);
+
+    let moved = false;
+    if (resolution.action === "apply") {
+      const to = moveOf(row);
+      if (!to)
+        throw new ConflictError(
+          `Payment review ${id} (${row.reason}, ${row.event}) has no move to apply; dismiss it`,
+        );
+      const result = await transition(tx, topology, row.orderId, {
+        to,
+        source: "review",
+        notificationId: row.notificationId,
+      });
+      if (!result.moved)
+        throw new ConflictError(
+          `Order ${row.orderId} is already ${result.order.status}; dismiss the review instead`,
+        );
+      moved = true;
+    }
+
+    const [resolved] = await tx
+      .update(paymentReviews)
+      .set({
+        status: "resolved",
+        resolution: resolution.action === "apply" ? "applied" : "dismissed",
+        note: resolution.note,
+        resolvedBy,
+        resolvedAt: sql`now()`,
+      })
+      .where(eq(paymentReviews.id, id))
+      .returning();
+    if (row.reason !== "unknown_order")
+      await recordOnTimeline(
+        tx,
+        row.orderId,
+        "review_resolved",
+        { source: "review", notificationId: row.notificationId },
+        { review_id: id, resolution: resolved.resolution },
+      );
+    return { review: toReview(resolved), moved };
+  });
+}
+
+/**
+ * The money path's gauges: open reviews by reason, and how long the oldest order that a
+ * notification reported paid has been waiting unpaid (it sits in an open review).
+ */
+export function registerReviewMetrics(metrics: Metrics, db: Database): void {
+  metrics.labelledGauge(
+    "payment_reviews_open",
+    "Open payment reviews by reason; each needs a person",
+    ["reason"],
+    async () =>
+      (
+        await db
+          .select({ reason: paymentReviews.reason, open: count() })
+          .from(paymentReviews)
+          .where(eq(paymentReviews.status, "open"))
+          .groupBy(paymentReviews.reason)
+          .orderBy(asc(paymentReviews.reason))
+      ).map((row) => ({ labels: { reason: row.reason }, value: row.open })),
+  );
+  metrics.gauge(
+    "reported_paid_order_oldest_age_seconds",
+    "Age of the oldest created order that a payment.succeeded notification reported paid (0: none)",
+    async () => {
+      const [row] = await db
+        .select({
+          age: sql<number>`coalesce(extract(epoch from now() - min(${orders.createdAt})), 0)`.mapWith(
+            Number,
+          ),
+        })
+        .from(paymentReviews)
+        .innerJoin(orders, eq(orders.id, paymentReviews.orderId))
+        .where(
+          and(
+            eq(paymentReviews.status, "open"),
+            eq(paymentReviews.event, "payment.succeeded"),
+            eq(orders.status, "created"),
+          ),
+        );
+      return row.age;
+    },
+  );
+}
