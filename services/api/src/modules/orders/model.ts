@@ -56,6 +56,15 @@ export const newOrder = t.Object(
     additionalProperties: false,
     description:
       "Either product_id and qty (one line), or items (1 to 50 lines, each product once)",
+    examples: [
+      { product_id: 1, qty: 2 },
+      {
+        items: [
+          { product_id: 1, qty: 2 },
+          { product_id: 2, qty: 1 },
+        ],
+      },
+    ],
   },
 );
 
@@ -69,7 +78,7 @@ export const orderStatusChange = t.Object(
       },
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ status: "cancelled" }] },
 );
 
 export const orderListQuery = t.Object(

@@ -11,7 +11,7 @@ import { clientIp } from "@commerce/shared/rate-limit";
 import { signatureHeader } from "@commerce/shared/signature";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../deps";
-import { paymentNotification, received, signatureParameter } from "./model";
+import { paymentNotification, received } from "./model";
 import {
   authenticate,
   InvalidNotificationError,
@@ -125,7 +125,7 @@ export function notificationsController(deps: PaymentsDeps) {
           "rate limit (429), X-Signature (401), JSON and schema (400). Accepted notifications are " +
           "stored with their outbox message in one transaction; a repeated notification id " +
           "answers 200 with duplicate: true and changes nothing. 503 when the database is down.",
-        parameters: [signatureParameter],
+        security: [{ paymentSignature: [] }],
         requestBody: {
           required: true,
           // TypeBox emits JSON Schema as OpenAPI 3.1 wants; the 3.0 typings differ on exclusive bounds.
