@@ -145,7 +145,28 @@ describe("operations and errors", () => {
     const refused = await limited.call("GET", "/api/cart", { token: alice.token });
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(refused.json).toMatchObject({ status: 429, title: "Too Many Requests" });
+    expect(refused.headers.get("ratelimit-policy")).toBe('"default";q=2;w=2');
+    expect(refused.headers.get("ratelimit")).toMatch(/^"default";r=0;t=[12]$/);
     expect((await limited.call("GET", "/api/cart", { token: bob.token })).status).toBe(200);
+    await limited.close();
+  });
+
+  test("D4: every /api response carries RateLimit-Policy, and RateLimit once the caller is known", async () => {
+    const limited = await startApi({
+      replace: { rateLimiter: new RateLimiter({ ratePerSecond: 50, burst: 100 }) },
+    });
+    const alice = await limited.customer();
+    const first = await limited.call("GET", "/api/cart", { token: alice.token });
+    expect(first.headers.get("ratelimit-policy")).toBe('"default";q=100;w=2');
+    expect(first.headers.get("ratelimit")).toMatch(/^"default";r=99;t=[01]$/);
+    const missing = await limited.call("GET", "/api/products/0", { token: alice.token });
+    expect(missing.status).toBe(400);
+    expect(missing.headers.get("ratelimit")).toMatch(/^"default";r=98;/);
+    const anonymous = await limited.call("GET", "/api/cart");
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("ratelimit-policy")).toBe('"default";q=100;w=2');
+    expect(anonymous.headers.get("ratelimit")).toBeNull();
+    expect((await limited.call("GET", "/health")).headers.get("ratelimit-policy")).toBeNull();
     await limited.close();
   });
 

@@ -72,7 +72,13 @@ export function problemErrors({ logger }: { logger: Logger }) {
         problem = new HttpError(500, "Internal Server Error", "An unexpected error occurred");
       }
       set.status = problem.status;
-      return problemResponse(problem, { "x-request-id": requestIdOf(request) });
+      const kept: Record<string, string> = { "x-request-id": requestIdOf(request) };
+      // Headers a plugin set for every response (the rate limit's) survive the error answer too.
+      for (const name of ["ratelimit-policy", "ratelimit"]) {
+        const value = set.headers[name];
+        if (typeof value === "string") kept[name] = value;
+      }
+      return problemResponse(problem, kept);
     },
   );
 }

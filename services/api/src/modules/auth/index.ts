@@ -28,8 +28,10 @@ export const bearerSecurity = {
  */
 export function auth(verify: TokenVerifier, limiter?: RateLimiter) {
   return new Elysia({ name: "auth" })
-    .onRequest(async ({ request }) => {
+    .onRequest(async ({ request, set }) => {
       if (!new URL(request.url).pathname.startsWith("/api/")) return;
+      // The quota on every /api response; what is left once the caller is known.
+      if (limiter) Object.assign(set.headers, limiter.headers());
       const header = request.headers.get("authorization");
       const match = header?.match(/^Bearer ([A-Za-z0-9._~+/=-]+)$/i);
       if (!match)
@@ -37,7 +39,11 @@ export function auth(verify: TokenVerifier, limiter?: RateLimiter) {
           "www-authenticate": bearerChallenge(),
         });
       const principal = await verify(match[1]);
-      limiter?.take(principal.customerId);
+      try {
+        limiter?.take(principal.customerId);
+      } finally {
+        if (limiter) Object.assign(set.headers, limiter.headers(principal.customerId));
+      }
       principals.set(request, principal);
     })
     .macro({

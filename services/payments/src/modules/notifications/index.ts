@@ -79,14 +79,19 @@ export function notificationsController(deps: PaymentsDeps) {
 
   return new Elysia({ prefix: "/api/webhooks", detail: { tags: ["Payment notifications"] } }).post(
     "/payment",
-    async ({ request, server }) => {
+    async ({ request, server, set }) => {
       const sourceIp = clientIp(request, server?.requestIP(request)?.address, deps.trustProxy);
       const log: NotificationLog = { source_ip: sourceIp };
+      Object.assign(set.headers, rateLimiter.headers(sourceIp));
       try {
         // The cheap checks come before the body is read, so a flood costs as little as possible.
         assertContentLength(request, notificationBodyLimit);
         assertJsonContentType(request.headers.get("content-type"));
-        rateLimiter.take(sourceIp);
+        try {
+          rateLimiter.take(sourceIp);
+        } finally {
+          Object.assign(set.headers, rateLimiter.headers(sourceIp));
+        }
         const rawBody = await readBodyWithin(request, notificationBodyLimit);
         authenticate(request.headers.get(signatureHeader), rawBody, webhook);
         const { notification, text } = parseNotification(rawBody);
