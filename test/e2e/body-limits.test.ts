@@ -42,7 +42,7 @@ function rawRequest(
       const text = received.subarray(end + 4, end + 4 + length).toString();
       return { status: Number(statusLine.split(" ")[1]), headers: fields, body: text };
     };
-    socket.on("data", (data) => {
+    socket.on("data", (data: Buffer) => {
       received = Buffer.concat([received, data]);
       const done = answer();
       if (done) {
