@@ -119,7 +119,8 @@ function whoMayCall(security: Json[] | undefined, schemes: SecurityScheme[]): st
 
 /**
  * Schema keywords that are Elysia's, not JSON Schema's: `error` (our custom validation message)
- * and `nullable` (OpenAPI 3.0; 3.1 says `type: [..., "null"]`, which is also there). A path or
+ * and `nullable` (OpenAPI 3.0; 3.1 says `type: [..., "null"]`, which is also there, and null in
+ * the `enum` when there is one). A path or
  * query integer is validated as decimal text or a number (`anyOf`, format `decimal-integer`);
  * clients see a plain bounded integer. `properties` maps are walked into but never stripped.
  */
@@ -132,6 +133,9 @@ function cleanSchemas(node: unknown, inProperties = false): void {
   const schema = node as Json;
   if (!inProperties) {
     delete schema.error;
+    // Elysia folds a nullable enum into `type: [..., "null"]` but leaves null out of the enum.
+    if (schema.nullable && Array.isArray(schema.enum) && !schema.enum.includes(null))
+      schema.enum.push(null);
     delete schema.nullable;
     const decimal = schema.anyOf?.findIndex((branch: Json) => branch.format === "decimal-integer");
     if (decimal >= 0) {
