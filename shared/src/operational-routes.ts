@@ -44,7 +44,17 @@ export function operationalRoutes({
         new Response(await metrics.render(), {
           headers: { "content-type": metrics.contentType },
         }),
-      { detail: { summary: "Prometheus metrics" } },
+      {
+        detail: {
+          summary: "Prometheus metrics",
+          responses: {
+            200: {
+              description: "The metrics in Prometheus's text format",
+              content: { "text/plain": { schema: { type: "string" } } },
+            },
+          },
+        },
+      },
     );
 }
 

@@ -21,6 +21,22 @@ describe("rate limiter", () => {
     expect(() => limiter.take("1.2.3.4")).toThrow(RateLimitedError);
   });
 
+  test("D4: RateLimit-Policy tells the quota, RateLimit what is left and when the bucket is full", () => {
+    let now = 0;
+    const limiter = new RateLimiter({ ratePerSecond: 50, burst: 100 }, () => now);
+    const policy = '"default";q=100;w=2';
+    expect(limiter.headers()).toEqual({ "ratelimit-policy": policy });
+    expect(limiter.headers("alice")).toEqual({
+      "ratelimit-policy": policy,
+      ratelimit: '"default";r=100;t=0',
+    });
+    for (let i = 0; i < 100; i++) limiter.take("alice");
+    expect(limiter.headers("alice").ratelimit).toBe('"default";r=0;t=2');
+    now = 1000;
+    expect(limiter.headers("alice").ratelimit).toBe('"default";r=50;t=1');
+    expect(new RateLimiter({ ratePerSecond: 0, burst: 0 }).headers("alice")).toEqual({});
+  });
+
   test("W7: a rate of 0 turns limiting off", () => {
     const limiter = new RateLimiter({ ratePerSecond: 0, burst: 0 });
     for (let i = 0; i < 10_000; i++) limiter.take("k");

@@ -53,6 +53,28 @@ export class RateLimiter {
     bucket.tokens -= 1;
   }
 
+  /**
+   * The RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10/11) for
+   * `key`, read without taking a token; only the policy while the caller is not known yet, and
+   * nothing when the limit is off. A token bucket is told as the quota `q` = burst over the
+   * window `w` it takes to refill from empty, so a client keeping to q requests in any w seconds
+   * never meets a 429; `r` is the whole tokens left and `t` the seconds until the bucket is full.
+   */
+  headers(key?: string): Record<string, string> {
+    if (!this.enabled) return {};
+    const rate = this.config.ratePerSecond;
+    const policy = {
+      "ratelimit-policy": `"default";q=${this.burst};w=${Math.ceil(this.burst / rate)}`,
+    };
+    if (key === undefined) return policy;
+    const bucket = this.recent.get(key) ?? this.older.get(key);
+    const tokens = bucket
+      ? Math.min(this.burst, bucket.tokens + ((this.now() - bucket.at) / 1000) * rate)
+      : this.burst;
+    const full = Math.ceil((this.burst - tokens) / rate);
+    return { ...policy, ratelimit: `"default";r=${Math.floor(tokens)};t=${full}` };
+  }
+
   private bucketOf(key: string, now: number): Bucket {
     const recent = this.recent.get(key);
     if (recent) return recent;

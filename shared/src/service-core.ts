@@ -29,6 +29,13 @@ type Server = {
 type Step = [string, () => Promise<unknown> | unknown];
 
 /**
+ * Bun's own cap on a request body, far above either app's limit (api 16 KiB, payments 64 KiB),
+ * so a body over the app's limit gets the app's 413 problem+json, logged and counted (N7). The cap
+ * only guards memory: a body declared over 1 MiB gets Bun's bare 413 before the app sees it.
+ */
+export const serverBodyCap = 1024 * 1024;
+
+/**
  * What both services are built on: the logger and metrics, the database with the service's
  * migrations applied, the NATS link that declares both streams on every (re)connect, and the
  * outbox relay of the service's own subjects. Each `createService` adds its own parts.
@@ -82,8 +89,8 @@ export async function openServiceCore(
     readiness,
 
     /** Listens on `config.port`, connects to NATS in the background and starts the relay. */
-    start(app: Server, maxRequestBodySize: number) {
-      app.listen({ port: config.port, hostname: "0.0.0.0", maxRequestBodySize });
+    start(app: Server) {
+      app.listen({ port: config.port, hostname: "0.0.0.0", maxRequestBodySize: serverBodyCap });
       logger.info(`${name} listening`, { port: app.server?.port });
       void nats.start().catch((error) => logger.error("nats connect failed", describeError(error)));
       relay.start();

@@ -1,3 +1,4 @@
+import { tmpdir } from "node:os";
 import type { NatsCredentials } from "@commerce/shared/config";
 import { createLogger } from "@commerce/shared/logger";
 import { messageTopology, type OrderEvent, streamsOf } from "@commerce/shared/messages";
@@ -41,7 +42,8 @@ export class ServiceProcess {
       ? [`${root}dist/${this.name}`]
       : [process.execPath, "--no-env-file", `${root}services/${this.name}/src/main.ts`];
     this.process = Bun.spawn(command, {
-      cwd: root,
+      // A binary runs from elsewhere, so whatever it serves must be inside it (Swagger UI's assets).
+      cwd: useBinaries ? tmpdir() : root,
       env: { PATH: process.env.PATH ?? "", ...this.env, PORT: String(this.port) },
       stdout: "pipe",
       stderr: "pipe",

@@ -46,43 +46,57 @@ describe("operations and errors", () => {
     // The sample is taken after the response is sent.
     const res = await eventually(async () => {
       const scrape = await api.call("GET", "/metrics");
-      return scrape.text.includes('route="/api/products/"') ? scrape : undefined;
+      return scrape.text.includes('route="/api/products"') ? scrape : undefined;
     });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toStartWith("text/plain");
     expect(res.text).toMatch(
-      /http_requests_total\{method="GET",route="\/api\/products\/",status="200"\} \d+/,
+      /http_requests_total\{method="GET",route="\/api\/products",status="200"\} \d+/,
     );
     expect(res.text).toContain("# TYPE http_request_duration_seconds histogram");
   });
 
   test("O4: /swagger serves the UI and /swagger/json documents routes, bearer scheme and errors", async () => {
-    const ui = await api.call("GET", "/swagger");
-    expect(ui.status).toBe(200);
-    expect(ui.headers.get("content-type")).toContain("text/html");
+    for (const page of ["/swagger", "/swagger/"]) {
+      const ui = await api.call("GET", page);
+      expect(ui.status).toBe(200);
+      expect(ui.headers.get("content-type")).toContain("text/html");
+    }
     const doc = (await api.call("GET", "/swagger/json")).json;
-    expect(doc.openapi).toStartWith("3.");
+    expect(doc.openapi).toStartWith("3.1.");
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({
       type: "http",
       scheme: "bearer",
     });
     for (const path of [
-      "/api/products/",
+      "/api/products",
       "/api/products/{id}",
-      "/api/orders/",
+      "/api/orders",
       "/api/orders/{order_id}",
-      "/api/cart/",
+      "/api/cart",
     ])
       expect(Object.keys(doc.paths)).toContain(path);
-    const create = doc.paths["/api/orders/"].post;
+    const create = doc.paths["/api/orders"].post;
     expect(create.security).toEqual([{ bearerAuth: [] }]);
     expect(create.requestBody.content["application/json"].schema.properties.qty).toMatchObject({
       type: "integer",
     });
     expect(create.responses["201"]).toBeDefined();
-    expect(
-      create.responses["400"].content["application/json"].schema.properties.detail,
-    ).toBeDefined();
+    expect(create.responses["400"].content).toEqual({
+      "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } },
+    });
+    expect(doc.components.schemas.Problem.properties.detail).toBeDefined();
+  });
+
+  test("D1: collection routes answer without a trailing slash, and still with one", async () => {
+    for (const path of [
+      "/api/products",
+      "/api/products/",
+      "/api/orders",
+      "/api/cart",
+      "/api/cart/",
+    ])
+      expect((await api.call("GET", path, { token: customer })).status).toBe(200);
   });
 
   test("O5: every response carries X-Request-Id: the client's sane one, else a new one", async () => {
@@ -134,7 +148,28 @@ describe("operations and errors", () => {
     const refused = await limited.call("GET", "/api/cart", { token: alice.token });
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(refused.json).toMatchObject({ status: 429, title: "Too Many Requests" });
+    expect(refused.headers.get("ratelimit-policy")).toBe('"default";q=2;w=2');
+    expect(refused.headers.get("ratelimit")).toMatch(/^"default";r=0;t=[12]$/);
     expect((await limited.call("GET", "/api/cart", { token: bob.token })).status).toBe(200);
+    await limited.close();
+  });
+
+  test("D4: every /api response carries RateLimit-Policy, and RateLimit once the caller is known", async () => {
+    const limited = await startApi({
+      replace: { rateLimiter: new RateLimiter({ ratePerSecond: 50, burst: 100 }) },
+    });
+    const alice = await limited.customer();
+    const first = await limited.call("GET", "/api/cart", { token: alice.token });
+    expect(first.headers.get("ratelimit-policy")).toBe('"default";q=100;w=2');
+    expect(first.headers.get("ratelimit")).toMatch(/^"default";r=99;t=[01]$/);
+    const missing = await limited.call("GET", "/api/products/0", { token: alice.token });
+    expect(missing.status).toBe(400);
+    expect(missing.headers.get("ratelimit")).toMatch(/^"default";r=98;/);
+    const anonymous = await limited.call("GET", "/api/cart");
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("ratelimit-policy")).toBe('"default";q=100;w=2');
+    expect(anonymous.headers.get("ratelimit")).toBeNull();
+    expect((await limited.call("GET", "/health")).headers.get("ratelimit-policy")).toBeNull();
     await limited.close();
   });
 

@@ -6,7 +6,7 @@ import { operationalRoutes } from "@commerce/shared/operational-routes";
 import { Elysia } from "elysia";
 import type { ApiDeps } from "./deps";
 import { jsonBody } from "./lib/json-body";
-import { auth } from "./modules/auth";
+import { auth, bearerSecurity } from "./modules/auth";
 import { cartController } from "./modules/cart";
 import { ordersController } from "./modules/orders";
 import { checkoutController } from "./modules/orders/checkout";
@@ -14,6 +14,17 @@ import { productsController } from "./modules/products";
 import { reviewsController } from "./modules/reviews";
 
 export const apiBodyLimit = 16 * 1024;
+
+const apiDescription = `Products, orders and the cart of the shop. Every \`/api\` route needs a bearer token.
+
+**Getting a token.** Tokens are HS256 JWTs signed with the service's \`AUTH_JWT_SECRET\`, with the
+customer's id in \`sub\` and an expiry in \`exp\`; an admin token also has \`"scope": "admin"\`.
+Locally, \`npm run token -- --sub alice\` prints a customer token and
+\`npm run token -- --sub alice --admin\` an admin one (\`npm start\` prints both). In Swagger UI,
+press **Authorize** and paste the token alone, without \`Bearer\`.
+
+Errors are \`application/problem+json\` (RFC 9457). Requests are rate limited per token subject;
+the RateLimit-Policy and RateLimit headers say how much is left.`;
 
 export function createApp(deps: ApiDeps) {
   return (
@@ -26,8 +37,9 @@ export function createApp(deps: ApiDeps) {
       .use(
         openapiDocs({
           title: "Shop API",
-          description: "Products, orders and cart. Every /api route needs a bearer token.",
-          bearer: true,
+          description: apiDescription,
+          rateLimited: (path) => path.startsWith("/api/"),
+          security: [bearerSecurity],
         }),
       )
       .use(

@@ -2,7 +2,7 @@ import { describeError } from "@commerce/shared/logger";
 import { orderEventNames } from "@commerce/shared/messages";
 import { RateLimiter } from "@commerce/shared/rate-limit";
 import { openServiceCore, type ServiceOptions } from "@commerce/shared/service-core";
-import { apiBodyLimit, createApp } from "./app";
+import { createApp } from "./app";
 import type { ApiConfig } from "./config";
 import { createDatabase, migrations } from "./db";
 import type { ApiDeps } from "./deps";
@@ -70,8 +70,7 @@ export async function createService(config: ApiConfig, options: ServiceOptions<A
     nats: core.nats,
 
     start() {
-      // Bun's own cap only guards memory; the app answers 413 itself below it.
-      core.start(app, apiBodyLimit);
+      core.start(app);
       expiry.start();
       // Idempotency-Keys are kept 24 hours; older ones are only taking space.
       keySweeper = setInterval(

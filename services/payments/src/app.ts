@@ -6,6 +6,7 @@ import { operationalRoutes } from "@commerce/shared/operational-routes";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "./deps";
 import { notificationsController } from "./modules/notifications";
+import { signatureSecurity } from "./modules/notifications/model";
 
 export function createApp(deps: PaymentsDeps) {
   // No JSON body parser here: the webhook reads and checks its raw bytes itself (W1, W2).
@@ -16,8 +17,10 @@ export function createApp(deps: PaymentsDeps) {
       openapiDocs({
         title: "Payments",
         description:
-          "Receives signed payment notifications (webhooks) and publishes order-paid messages.",
-        bearer: false,
+          "Receives the payment provider's signed notifications (webhooks) and publishes " +
+          "order-paid messages. The webhook is rate limited per source address.",
+        rateLimited: (path) => path === "/api/webhooks/payment",
+        security: [signatureSecurity],
       }),
     )
     .use(

@@ -5,9 +5,6 @@ import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
 
-/** Bun's own cap on a request body, far above the webhook's limit: it only guards memory. */
-const serverBodyCap = 1024 * 1024;
-
 /**
  * The payments service's composition root: the shared core (database, NATS, outbox relay) and
  * the HTTP app. Nothing runs until `start`; `stop` undoes it in order (O7).
@@ -43,7 +40,7 @@ export async function createService(
     deps,
     relay: core.relay,
     nats: core.nats,
-    start: () => core.start(app, serverBodyCap),
+    start: () => core.start(app),
     stop: () => core.stop(app),
   };
 }

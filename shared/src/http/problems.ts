@@ -79,7 +79,13 @@ export function problemErrors({ logger }: { logger: Logger }) {
           path: new URL(request.url).pathname,
         });
       set.status = problem.status;
-      return problemResponse(problem, { "x-request-id": requestIdOf(request) });
+      const kept: Record<string, string> = { "x-request-id": requestIdOf(request) };
+      // Headers a plugin set for every response (the rate limit's) survive the error answer too.
+      for (const name of ["ratelimit-policy", "ratelimit"]) {
+        const value = set.headers[name];
+        if (typeof value === "string") kept[name] = value;
+      }
+      return problemResponse(problem, kept);
     },
   );
 }

@@ -9,8 +9,8 @@ import {
 import { Elysia } from "elysia";
 
 /**
- * Checks a request body's declared size (413) and media type (415) before anything reads it; the
- * server's own `maxRequestBodySize` stops bodies that lie about their size. The body is then parsed
+ * Checks a request body's declared size (413) and media type (415) before anything reads it; a
+ * body without a length (chunked) is counted as it is read and cut off past the limit. The body is then parsed
  * here, ahead of the routes' `parse: "json"`: Elysia's parser decodes bytes that are not UTF-8 as
  * U+FFFD, so a product could be stored with text nobody sent. Malformed JSON, or not UTF-8, is 400.
  * An empty body is left to the route: a DELETE may well carry `Content-Type: application/json`.

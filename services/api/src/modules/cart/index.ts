@@ -8,7 +8,7 @@ import { getCart, putCartItem, removeCartItem } from "./service";
 export const cartController = ({ db, verifyToken }: ApiDeps) =>
   new Elysia({ prefix: "/api/cart", detail: { tags: ["Cart"] } })
     .use(auth(verifyToken))
-    .get("/", ({ principal }) => getCart(db, principal.customerId), {
+    .get("", ({ principal }) => getCart(db, principal.customerId), {
       auth: "customer",
       response: { 200: cart, ...problems(401, 429, 503) },
       detail: { summary: "Read the caller's cart" },

@@ -16,6 +16,9 @@ export const cart = t.Object({
 
 export const cartItemParams = t.Object({ product_id: productIdParam("product_id") });
 
-export const cartItemChange = t.Object({ qty: bodyInt(1, 1000) }, { additionalProperties: false });
+export const cartItemChange = t.Object(
+  { qty: bodyInt(1, 1000) },
+  { additionalProperties: false, examples: [{ qty: 2 }] },
+);
 
 export type CartItem = typeof cartItem.static;

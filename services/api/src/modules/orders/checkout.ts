@@ -1,5 +1,5 @@
 import { ConflictError } from "@commerce/shared/errors";
-import { problems } from "@commerce/shared/openapi";
+import { problems, withResponseHeaders } from "@commerce/shared/openapi";
 import { asc, eq } from "drizzle-orm";
 import { Elysia, t } from "elysia";
 import type { Executor } from "../../db";
@@ -52,7 +52,10 @@ export const checkoutController = (deps: ApiDeps) => {
         parse: "json",
         body: t.Optional(t.Object({}, { additionalProperties: false })),
         headers: idempotencyHeaders,
-        response: { 201: order, ...problems(400, 401, 409, 413, 415, 422, 429, 503) },
+        response: {
+          201: withResponseHeaders(order, "Location", "Idempotent-Replayed"),
+          ...problems(400, 401, 409, 413, 415, 422, 429, 503),
+        },
         detail: {
           summary: "Check out the cart",
           description:

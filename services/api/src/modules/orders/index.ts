@@ -1,4 +1,4 @@
-import { problems } from "@commerce/shared/openapi";
+import { problems, withResponseHeaders } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { idempotencyHeaders, once } from "../../lib/idempotency";
@@ -29,7 +29,7 @@ export const ordersController = (deps: ApiDeps) => {
   return new Elysia({ prefix: "/api/orders", detail: { tags: ["Orders"] } })
     .use(auth(verifyToken))
     .post(
-      "/",
+      "",
       async ({ body, headers, principal, set, status }) => {
         const { lines, oneLine } = linesOf(body);
         const place = (tx: Parameters<Parameters<typeof db.transaction>[0]>[0]) =>
@@ -48,7 +48,10 @@ export const ordersController = (deps: ApiDeps) => {
         parse: "json",
         body: newOrder,
         headers: idempotencyHeaders,
-        response: { 201: order, ...problems(400, 401, 404, 409, 413, 415, 422, 429, 503) },
+        response: {
+          201: withResponseHeaders(order, "Location", "Idempotent-Replayed"),
+          ...problems(400, 401, 404, 409, 413, 415, 422, 429, 503),
+        },
         detail: {
           summary: "Place an order",
           description:
@@ -59,7 +62,7 @@ export const ordersController = (deps: ApiDeps) => {
       },
     )
     .get(
-      "/",
+      "",
       ({ query, principal }) => listOrders(db, principal, pageRequestOf(query), query.status),
       {
         auth: "customer",

@@ -56,20 +56,30 @@ export const newOrder = t.Object(
     additionalProperties: false,
     description:
       "Either product_id and qty (one line), or items (1 to 50 lines, each product once)",
+    examples: [
+      { product_id: 1, qty: 2 },
+      {
+        items: [
+          { product_id: 1, qty: 2 },
+          { product_id: 2, qty: 1 },
+        ],
+      },
+    ],
   },
 );
 
 export const orderStatusChange = t.Object(
   {
+    // Written out, not mapped from orderStatuses: a mapped array types the field as never.
     status: t.Union(
-      orderStatuses.map((value) => t.Literal(value)),
+      [t.Literal("created"), t.Literal("paid"), t.Literal("cancelled"), t.Literal("refunded")],
       {
         description:
           "paid or refunded (admin), cancelled (the owner or an admin); the status the order already has changes nothing",
       },
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ status: "cancelled" }] },
 );
 
 export const orderListQuery = t.Object(

@@ -1,4 +1,4 @@
-import { problems } from "@commerce/shared/openapi";
+import { problems, withResponseHeaders } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { productIdParam } from "../../lib/ids";
@@ -10,7 +10,7 @@ import { createProduct, getProduct, listProducts, updateProduct } from "./servic
 export const productsController = ({ db, verifyToken }: ApiDeps) =>
   new Elysia({ prefix: "/api/products", detail: { tags: ["Products"] } })
     .use(auth(verifyToken))
-    .get("/", ({ query }) => listProducts(db, query.category, pageRequestOf(query)), {
+    .get("", ({ query }) => listProducts(db, query.category, pageRequestOf(query)), {
       auth: "customer",
       query: productQuery,
       response: { 200: productPage, ...problems(400, 401, 429, 503) },
@@ -23,7 +23,7 @@ export const productsController = ({ db, verifyToken }: ApiDeps) =>
       detail: { summary: "Read one product" },
     })
     .post(
-      "/",
+      "",
       async ({ body, set, status }) => {
         const created = await createProduct(db, body);
         set.headers.location = `/api/products/${created.id}`;
@@ -33,7 +33,10 @@ export const productsController = ({ db, verifyToken }: ApiDeps) =>
         auth: "admin",
         parse: "json",
         body: newProduct,
-        response: { 201: product, ...problems(400, 401, 403, 413, 415, 429, 503) },
+        response: {
+          201: withResponseHeaders(product, "Location"),
+          ...problems(400, 401, 403, 413, 415, 429, 503),
+        },
         detail: { summary: "Create a product (admin)" },
       },
     )

@@ -23,10 +23,14 @@ const fields = {
   ),
 };
 
-export const newProduct = t.Object(fields, { additionalProperties: false });
+export const newProduct = t.Object(fields, {
+  additionalProperties: false,
+  examples: [{ name: "Desk lamp", price: 1999, category: "lighting", stock: 10 }],
+});
 export const productChange = t.Partial(t.Object(fields), {
   additionalProperties: false,
   minProperties: 1,
+  examples: [{ price: 2499 }],
 });
 
 export const productQuery = t.Object(

@@ -411,8 +411,32 @@ describe("flooding", () => {
     const response = await app.handle(notificationRequest(paymentSucceeded(id)));
     expect(response.status).toBe(429);
     expect(response.headers.get("retry-after")).toBe("1");
+    expect(response.headers.get("ratelimit-policy")).toBe('"default";q=3;w=3');
+    expect(response.headers.get("ratelimit")).toBe('"default";r=0;t=3');
     expect((await problemOf(response)).title).toBe("Too Many Requests");
     expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+  });
+
+  test("D4: each webhook answer carries RateLimit-Policy and RateLimit, a refused one too", async () => {
+    const app = payments.app({ rateLimiter: frozenLimiter(3) });
+    const accepted = await app.handle(notificationRequest(paymentSucceeded(orderId())));
+    expect(accepted.status).toBe(200);
+    expect(accepted.headers.get("ratelimit-policy")).toBe('"default";q=3;w=3');
+    expect(accepted.headers.get("ratelimit")).toBe('"default";r=2;t=1');
+    const forged = await app.handle(
+      notificationRequest(paymentSucceeded(orderId()), { signWith: "whsec_forged" }),
+    );
+    expect(forged.status).toBe(401);
+    expect(forged.headers.get("ratelimit")).toBe('"default";r=1;t=2');
+    const tooLarge = await app.handle(
+      new Request("http://localhost/api/webhooks/payment", {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": "70000" },
+        body: "x",
+      }),
+    );
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.headers.get("ratelimit")).toBe('"default";r=1;t=2');
   });
 
   test("W7: forged requests use up the bucket too, so a forged flood is cut off", async () => {

@@ -11,7 +11,7 @@ import { clientIp } from "@commerce/shared/rate-limit";
 import { signatureHeader } from "@commerce/shared/signature";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../deps";
-import { paymentNotification, received, signatureParameter } from "./model";
+import { paymentNotification, received } from "./model";
 import {
   authenticate,
   InvalidNotificationError,
@@ -79,14 +79,19 @@ export function notificationsController(deps: PaymentsDeps) {
 
   return new Elysia({ prefix: "/api/webhooks", detail: { tags: ["Payment notifications"] } }).post(
     "/payment",
-    async ({ request, server }) => {
+    async ({ request, server, set }) => {
       const sourceIp = clientIp(request, server?.requestIP(request)?.address, deps.trustProxy);
       const log: NotificationLog = { source_ip: sourceIp };
+      Object.assign(set.headers, rateLimiter.headers(sourceIp));
       try {
         // The cheap checks come before the body is read, so a flood costs as little as possible.
         assertContentLength(request, notificationBodyLimit);
         assertJsonContentType(request.headers.get("content-type"));
-        rateLimiter.take(sourceIp);
+        try {
+          rateLimiter.take(sourceIp);
+        } finally {
+          Object.assign(set.headers, rateLimiter.headers(sourceIp));
+        }
         const rawBody = await readBodyWithin(request, notificationBodyLimit);
         authenticate(request.headers.get(signatureHeader), rawBody, webhook);
         const { notification, text } = parseNotification(rawBody);
@@ -130,7 +135,7 @@ export function notificationsController(deps: PaymentsDeps) {
           "rate limit (429), X-Signature (401), JSON and schema (400). Accepted notifications are " +
           "stored with their outbox message in one transaction; a repeated notification id " +
           "answers 200 with duplicate: true and changes nothing. 503 when the database is down.",
-        parameters: [signatureParameter],
+        security: [{ paymentSignature: [] }],
         requestBody: {
           required: true,
           // TypeBox emits JSON Schema as OpenAPI 3.1 wants; the 3.0 typings differ on exclusive bounds.

@@ -41,7 +41,12 @@ export const paymentNotification = t.Object(
       }),
     ),
   },
-  { additionalProperties: true },
+  {
+    additionalProperties: true,
+    examples: [
+      { event: "payment.succeeded", order_id: 1, amount: 1999, currency: "USD", id: "evt_1" },
+    ],
+  },
 );
 
 export const received = t.Object({
@@ -49,16 +54,22 @@ export const received = t.Object({
   duplicate: t.Optional(t.Literal(true, { description: "Present when the id was seen before" })),
 });
 
-/** Documented here, checked by the handler: a missing or wrong signature must answer 401, not 400. */
-export const signatureParameter = {
-  name: signatureHeader,
-  in: "header",
-  required: true,
-  description:
-    "`t=<unix seconds>,v1=<hex>[,v1=<hex>...]`: lowercase hex HMAC-SHA256 of `<t>.<raw body>` " +
-    "under a webhook secret, as Stripe's Stripe-Signature",
-  schema: { type: "string", example: "t=1700000000,v1=5257a869e7ec...d0b0b0" },
-} as const;
+/** The provider's credential, for the OpenAPI document; the handler checks it (401, not 400). */
+export const signatureSecurity = {
+  name: "paymentSignature",
+  scheme: {
+    type: "apiKey",
+    in: "header",
+    name: signatureHeader,
+    description:
+      "`t=<unix seconds>,v1=<hex>[,v1=<hex>...]`: lower-case hex HMAC-SHA256 of `<t>.` followed " +
+      "by the raw body, under a webhook secret (PAYMENT_WEBHOOK_SECRETS), as Stripe's " +
+      "Stripe-Signature. `npm run webhook` signs and sends one.",
+  },
+  who: () =>
+    "The payment provider: no bearer token; the X-Signature header, an HMAC of the body under a " +
+    "shared webhook secret, is the credential.",
+};
 
 export type PaymentNotification = typeof paymentNotification.static;
 export type Received = typeof received.static;

@@ -1,0 +1,342 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { signPayload } from "@commerce/shared/signature";
+import { eventually, unique, webhookSecret } from "@commerce/testing/basics";
+import { type ServiceProcess, type Stack, startStack } from "@commerce/testing/processes";
+import Ajv2020 from "ajv/dist/2020";
+
+setDefaultTimeout(60_000);
+
+type Json = Record<string, any>;
+
+let stack: Stack;
+const documents: Record<string, Json> = {};
+beforeAll(async () => {
+  // A limit high enough never to refuse, on, so the RateLimit headers are sent.
+  stack = await startStack({ env: { RATE_LIMIT_RPS: "1000", RATE_LIMIT_BURST: "2000" } });
+  for (const service of [stack.api, stack.payments])
+    documents[service.name] = (await (await fetch(`${service.url}/swagger/json`)).json()) as Json;
+});
+afterAll(() => stack.stop());
+
+const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+
+/** The schema with every `#/components/...` reference replaced by what it names. */
+function resolve(document: Json, node: unknown): unknown {
+  if (Array.isArray(node)) return node.map((item) => resolve(document, item));
+  if (typeof node !== "object" || node === null) return node;
+  const { $ref, ...rest } = node as Json;
+  if (typeof $ref === "string") {
+    const target = $ref
+      .slice(2)
+      .split("/")
+      .reduce((at: Json, key: string) => at[key], document);
+    return resolve(document, { ...target, ...rest });
+  }
+  return Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, resolve(document, v)]));
+}
+
+const seen = new Set<string>();
+
+/**
+ * Sends one request and checks the answer against the service's document: a documented status,
+ * the documented media type, every required header (each header present matching its schema)
+ * and the body matching the response schema.
+ */
+async function call(
+  service: ServiceProcess,
+  method: string,
+  template: string,
+  init: { path?: string; token?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
+  const document = documents[service.name];
+  const operation = document.paths[template]?.[method.toLowerCase()];
+  expect(operation, `${method} ${template} is documented`).toBeDefined();
+  seen.add(`${service.name} ${method} ${template}`);
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.token) headers.authorization = `Bearer ${init.token}`;
+  if (init.body !== undefined) headers["content-type"] ??= "application/json";
+  const response = await fetch(`${service.url}${init.path ?? template}`, {
+    method,
+    headers,
+    body:
+      init.body === undefined
+        ? undefined
+        : typeof init.body === "string"
+          ? init.body
+          : JSON.stringify(init.body),
+  });
+  const text = await response.text();
+  const where = `${method} ${init.path ?? template} → ${response.status} ${text.slice(0, 200)}`;
+  const documented = resolve(document, operation.responses[String(response.status)]) as Json;
+  expect(documented, `${where}: status documented`).toBeDefined();
+
+  for (const [name, header] of Object.entries<Json>(documented.headers ?? {})) {
+    const value = response.headers.get(name);
+    if (header.required) expect(value, `${where}: header ${name}`).not.toBeNull();
+    if (value === null) continue;
+    const typed = header.schema.type === "integer" ? Number(value) : value;
+    expect(ajv.validate(header.schema, typed), `${where}: header ${name}: ${value}`).toBe(true);
+  }
+
+  if (!documented.content) {
+    expect(text, `${where}: no content`).toBe("");
+    return { status: response.status, headers: response.headers, json: undefined as any };
+  }
+  const mediaType = (response.headers.get("content-type") ?? "").split(";")[0].trim();
+  expect(Object.keys(documented.content), `${where}: media type`).toContain(mediaType);
+  const schema = documented.content[mediaType].schema;
+  const body = mediaType.endsWith("json") ? JSON.parse(text) : text;
+  const valid = ajv.validate(schema, body);
+  expect(valid ? [] : ajv.errors, `${where}: body`).toEqual([]);
+  return { status: response.status, headers: response.headers, json: body };
+}
+
+describe("every documented operation, against the running services", () => {
+  test("D1: each answer has a documented status, media type, headers and body", async () => {
+    const { api, payments, admin, customer } = stack;
+    const other = await (await import("@commerce/testing/basics")).signToken(unique("other"));
+    for (const service of [api, payments]) {
+      for (const probe of ["/health", "/ready", "/metrics"])
+        expect((await call(service, "GET", probe)).status).toBe(200);
+    }
+
+    const category = unique("c");
+    const newProduct = { name: "Desk lamp", price: 1999, category, stock: 10 };
+    const created = await call(api, "POST", "/api/products", { token: admin, body: newProduct });
+    expect(created.status).toBe(201);
+    expect(created.headers.get("location")).toBe(`/api/products/${created.json.id}`);
+    const id = created.json.id;
+    expect(
+      (await call(api, "POST", "/api/products", { token: customer, body: newProduct })).status,
+    ).toBe(403);
+    expect(
+      (await call(api, "POST", "/api/products", { token: admin, body: "{", headers: {} })).status,
+    ).toBe(400);
+    expect(
+      (
+        await call(api, "POST", "/api/products", {
+          token: admin,
+          body: JSON.stringify({ ...newProduct, pad: "x".repeat(17_000) }),
+        })
+      ).status,
+    ).toBe(413);
+    expect(
+      (
+        await call(api, "POST", "/api/products", {
+          token: admin,
+          body: "name=x",
+          headers: { "content-type": "text/plain" },
+        })
+      ).status,
+    ).toBe(415);
+
+    const list = `/api/products?category=${category}`;
+    expect((await call(api, "GET", "/api/products", { path: list, token: customer })).status).toBe(
+      200,
+    );
+    expect(
+      (await call(api, "GET", "/api/products", { path: "/api/products?page=0", token: customer }))
+        .status,
+    ).toBe(400);
+    expect((await call(api, "GET", "/api/products")).status).toBe(401);
+
+    const one = (n: number | string) => ({ path: `/api/products/${n}`, token: customer });
+    expect((await call(api, "GET", "/api/products/{id}", one(id))).status).toBe(200);
+    expect((await call(api, "GET", "/api/products/{id}", one(2147483000))).status).toBe(404);
+    expect((await call(api, "GET", "/api/products/{id}", one("0x10"))).status).toBe(400);
+    expect(
+      (
+        await call(api, "PATCH", "/api/products/{id}", {
+          path: `/api/products/${id}`,
+          token: admin,
+          body: { price: 2499 },
+        })
+      ).status,
+    ).toBe(200);
+
+    const keyed = {
+      token: customer,
+      body: { product_id: id, qty: 1 },
+      headers: { "idempotency-key": unique("k") },
+    };
+    const order = await call(api, "POST", "/api/orders", keyed);
+    expect(order.status).toBe(201);
+    const replay = await call(api, "POST", "/api/orders", keyed);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(
+      (await call(api, "POST", "/api/orders", { ...keyed, body: { product_id: id, qty: 2 } }))
+        .status,
+    ).toBe(422);
+    expect(
+      (
+        await call(api, "POST", "/api/orders", {
+          token: customer,
+          body: { product_id: id, qty: 999 },
+        })
+      ).status,
+    ).toBe(409);
+    expect(
+      (
+        await call(api, "POST", "/api/orders", {
+          token: customer,
+          body: { product_id: 2147483000, qty: 1 },
+        })
+      ).status,
+    ).toBe(404);
+    expect((await call(api, "GET", "/api/orders", { token: customer })).status).toBe(200);
+    const mine = { path: `/api/orders/${order.json.order_id}` };
+    expect(
+      (await call(api, "GET", "/api/orders/{order_id}", { ...mine, token: customer })).status,
+    ).toBe(200);
+    expect(
+      (await call(api, "GET", "/api/orders/{order_id}", { ...mine, token: other })).status,
+    ).toBe(404);
+    const cancel = { ...mine, token: customer, body: { status: "cancelled" } };
+    expect((await call(api, "PATCH", "/api/orders/{order_id}", cancel)).status).toBe(200);
+    expect(
+      (await call(api, "PATCH", "/api/orders/{order_id}", { ...cancel, body: { status: "paid" } }))
+        .status,
+    ).toBe(403);
+
+    const item = { path: `/api/cart/items/${id}`, token: customer, body: { qty: 1 } };
+    expect((await call(api, "PUT", "/api/cart/items/{product_id}", item)).status).toBe(201);
+    expect((await call(api, "PUT", "/api/cart/items/{product_id}", item)).status).toBe(200);
+    expect((await call(api, "GET", "/api/cart", { token: customer })).status).toBe(200);
+    const checkout = await call(api, "POST", "/api/cart/checkout", { token: customer });
+    expect(checkout.status).toBe(201);
+    expect(checkout.headers.get("location")).toBe(`/api/orders/${checkout.json.order_id}`);
+    expect((await call(api, "POST", "/api/cart/checkout", { token: customer })).status).toBe(409);
+    expect((await call(api, "PUT", "/api/cart/items/{product_id}", item)).status).toBe(201);
+    const remove = { path: item.path, token: customer };
+    expect((await call(api, "DELETE", "/api/cart/items/{product_id}", remove)).status).toBe(204);
+    expect((await call(api, "DELETE", "/api/cart/items/{product_id}", remove)).status).toBe(404);
+
+    const notification = {
+      event: "payment.succeeded",
+      order_id: checkout.json.order_id,
+      amount: checkout.json.amount,
+      currency: checkout.json.currency,
+      id: unique("evt"),
+    };
+    const raw = JSON.stringify(notification);
+    const signed = (body: string) => ({
+      body,
+      headers: { "x-signature": signPayload(body, webhookSecret, Math.floor(Date.now() / 1000)) },
+    });
+    const webhook = "/api/webhooks/payment";
+    expect((await call(payments, "POST", webhook, signed(raw))).status).toBe(200);
+    expect((await call(payments, "POST", webhook, signed(raw))).json).toEqual({
+      received: true,
+      duplicate: true,
+    });
+    expect((await call(payments, "POST", webhook, { body: raw })).status).toBe(401);
+    expect((await call(payments, "POST", webhook, signed('{"event":1}'))).status).toBe(400);
+    expect(
+      (
+        await call(payments, "POST", webhook, {
+          ...signed(raw),
+          headers: { "content-type": "text/plain" },
+        })
+      ).status,
+    ).toBe(415);
+    expect(
+      (await call(payments, "POST", webhook, signed(`{"pad":"${"x".repeat(70_000)}"}`))).status,
+    ).toBe(413);
+
+    const events = { path: `/api/orders/${checkout.json.order_id}/events` };
+    expect(
+      (await call(api, "GET", "/api/orders/{order_id}/events", { ...events, token: customer }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await call(api, "GET", "/api/orders/{order_id}/events", { ...events, token: other })).status,
+    ).toBe(404);
+
+    // A payment for the order the customer cancelled becomes a review for a person.
+    const late = { ...notification, order_id: order.json.order_id, id: unique("evt") };
+    late.amount = order.json.amount;
+    expect((await call(payments, "POST", webhook, signed(JSON.stringify(late)))).status).toBe(200);
+    const reviews = { path: "/api/payment-reviews?status=open&per_page=100", token: admin };
+    const review = await eventually(
+      async () =>
+        (await call(api, "GET", "/api/payment-reviews", reviews)).json.items.find(
+          (r: { notification_id: string }) => r.notification_id === late.id,
+        ),
+      10_000,
+      "the review of a payment for a cancelled order",
+    );
+    expect(
+      (
+        await call(api, "GET", "/api/payment-reviews/{id}", {
+          path: `/api/payment-reviews/${review.id}`,
+          token: admin,
+        })
+      ).status,
+    ).toBe(200);
+    expect((await call(api, "GET", "/api/payment-reviews", { token: customer })).status).toBe(403);
+    const resolve = { path: `/api/payment-reviews/${review.id}/resolve`, token: admin };
+    const dismiss = { ...resolve, body: { action: "dismiss", note: "refunded with the provider" } };
+    expect((await call(api, "POST", "/api/payment-reviews/{id}/resolve", dismiss)).status).toBe(
+      200,
+    );
+    expect((await call(api, "POST", "/api/payment-reviews/{id}/resolve", dismiss)).status).toBe(
+      409,
+    );
+
+    // Every documented operation was called at least once.
+    const documented = Object.entries(documents).flatMap(([service, document]) =>
+      Object.entries(document.paths).flatMap(([path, methods]) =>
+        Object.keys(methods as object).map(
+          (method) => `${service} ${method.toUpperCase()} ${path}`,
+        ),
+      ),
+    );
+    expect(documented.filter((operation) => !seen.has(operation))).toEqual([]);
+  });
+
+  test("D4: rate-limited routes carry RateLimit-Policy and RateLimit; the probes do not", async () => {
+    const answer = await fetch(`${stack.api.url}/api/cart`, {
+      headers: { authorization: `Bearer ${stack.customer}` },
+    });
+    expect(answer.headers.get("ratelimit-policy")).toBe('"default";q=2000;w=2');
+    expect(answer.headers.get("ratelimit")).toMatch(/^"default";r=\d+;t=\d+$/);
+    expect((await fetch(`${stack.api.url}/health`)).headers.get("ratelimit")).toBeNull();
+  });
+});
+
+describe("Swagger UI with no internet access", () => {
+  test.each(["api", "payments"] as const)(
+    "D2: the %s's /swagger and /swagger/ name no other host, and every asset they name loads",
+    async (name) => {
+      const service = stack[name];
+      for (const page of ["/swagger", "/swagger/"]) {
+        const answer = await fetch(`${service.url}${page}`);
+        expect(answer.status).toBe(200);
+        expect(answer.headers.get("content-type")).toStartWith("text/html");
+        const html = await answer.text();
+        expect(html).not.toMatch(/\/\/[a-z0-9.-]+\.[a-z]{2,}/i);
+        const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]);
+        expect(assets.length).toBeGreaterThanOrEqual(4);
+        const types: Record<string, string> = {
+          js: "text/javascript",
+          css: "text/css",
+          png: "image/png",
+        };
+        for (const asset of assets) {
+          expect(asset).toStartWith("/");
+          const loaded = await fetch(new URL(asset, `${service.url}${page}`));
+          expect(loaded.status).toBe(200);
+          expect(loaded.headers.get("content-type")).toStartWith(
+            types[asset.split(".").pop() ?? ""],
+          );
+          expect((await loaded.arrayBuffer()).byteLength).toBeGreaterThan(100);
+        }
+        const init = await (
+          await fetch(`${service.url}/swagger/assets/swagger-initializer.js`)
+        ).text();
+        expect(init).toContain('url: "/swagger/json"');
+        expect(init).toContain("validatorUrl: null");
+      }
+    },
+  );
+});

@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { connect } from "node:net";
+import { eventually, unique } from "@commerce/testing/basics";
+import { type ServiceProcess, type Stack, startStack } from "@commerce/testing/processes";
+
+setDefaultTimeout(30_000);
+
+let stack: Stack;
+beforeAll(async () => {
+  // The request log lines are at info.
+  stack = await startStack({ env: { LOG_LEVEL: "info" } });
+});
+afterAll(() => stack.stop());
+
+type RawAnswer = { status: number; headers: Record<string, string>; body: string };
+
+/**
+ * One request over a plain socket, so the body can go chunked (no Content-Length) and the
+ * answer is read as the server wrote it, even when it answers before the body is all sent.
+ */
+function rawRequest(
+  service: ServiceProcess,
+  head: Record<string, string>,
+  body: { chunked: number } | { declared: number },
+): Promise<RawAnswer> {
+  const { method, path, ...headers } = head;
+  return new Promise((resolve, reject) => {
+    const socket = connect(service.port, "127.0.0.1");
+    let received = Buffer.alloc(0);
+    const answer = (): RawAnswer | undefined => {
+      const end = received.indexOf("\r\n\r\n");
+      if (end < 0) return undefined;
+      const [statusLine, ...lines] = received.subarray(0, end).toString().split("\r\n");
+      const fields = Object.fromEntries(
+        lines.map((line) => {
+          const colon = line.indexOf(":");
+          return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()];
+        }),
+      );
+      const length = Number(fields["content-length"] ?? 0);
+      if (received.length < end + 4 + length) return undefined;
+      const text = received.subarray(end + 4, end + 4 + length).toString();
+      return { status: Number(statusLine.split(" ")[1]), headers: fields, body: text };
+    };
+    socket.on("data", (data: Buffer) => {
+      received = Buffer.concat([received, data]);
+      const done = answer();
+      if (done) {
+        socket.destroy();
+        resolve(done);
+      }
+    });
+    // The server may close while the body is still going out: the answer is what matters.
+    socket.on("error", () => {});
+    socket.on("close", () => {
+      const done = answer();
+      if (done) resolve(done);
+      else reject(new Error(`no answer: ${received.toString().slice(0, 200)}`));
+    });
+    const lines = [`${method} ${path} HTTP/1.1`, "Host: 127.0.0.1"];
+    for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+    if ("chunked" in body) lines.push("Transfer-Encoding: chunked");
+    else lines.push(`Content-Length: ${body.declared}`);
+    socket.write(`${lines.join("\r\n")}\r\n\r\n`);
+    const piece = `{"pad":"${"x".repeat(4084)}"}`.slice(0, 4096);
+    const total = "chunked" in body ? body.chunked : body.declared;
+    const send = async () => {
+      for (let sent = 0; sent < total && !socket.destroyed; sent += piece.length) {
+        const part = piece.slice(0, Math.min(piece.length, total - sent));
+        socket.write("chunked" in body ? `${part.length.toString(16)}\r\n${part}\r\n` : part);
+        await Bun.sleep(1);
+      }
+      if ("chunked" in body && !socket.destroyed) socket.write("0\r\n\r\n");
+    };
+    void send();
+  });
+}
+
+const logLineOf = (service: ServiceProcess, requestId: string) =>
+  eventually(
+    async () =>
+      service.output
+        .split("\n")
+        .filter((line) => line.includes('"msg":"request"') && line.includes(requestId))
+        .map((line) => JSON.parse(line))[0],
+  );
+
+const count413 = async (service: ServiceProcess) => {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  return [...text.matchAll(/^http_requests_total\{[^}]*status="413"[^}]*\} (\d+)$/gm)].reduce(
+    (sum, match) => sum + Number(match[1]),
+    0,
+  );
+};
+
+async function expectOwn413(
+  service: ServiceProcess,
+  path: string,
+  headers: Record<string, string>,
+  body: { chunked: number } | { declared: number },
+  limit: number,
+) {
+  const before = await count413(service);
+  const requestId = unique("big");
+  const answer = await rawRequest(
+    service,
+    {
+      method: "POST",
+      path,
+      "Content-Type": "application/json",
+      "X-Request-Id": requestId,
+      ...headers,
+    },
+    body,
+  );
+  expect(answer.status).toBe(413);
+  expect(answer.headers["content-type"]).toBe("application/problem+json");
+  expect(answer.headers["x-request-id"]).toBe(requestId);
+  expect(JSON.parse(answer.body)).toEqual({
+    type: "about:blank",
+    title: "Payload Too Large",
+    status: 413,
+    detail: `The request body is larger than ${limit} bytes`,
+  });
+  expect(await logLineOf(service, requestId)).toMatchObject({ status: 413, method: "POST" });
+  await eventually(async () => ((await count413(service)) > before ? true : undefined));
+}
+
+describe("bodies over the limit, from the running servers", () => {
+  test("N7: the api answers a declared 20 KiB body with its own 413 problem+json, logged and counted", async () => {
+    const auth = { Authorization: `Bearer ${stack.customer}` };
+    await expectOwn413(stack.api, "/api/orders", auth, { declared: 20 * 1024 }, 16 * 1024);
+  });
+
+  test("N7: the api cuts a chunked body off past 16 KiB with its own 413", async () => {
+    const auth = { Authorization: `Bearer ${stack.customer}` };
+    await expectOwn413(stack.api, "/api/orders", auth, { chunked: 64 * 1024 }, 16 * 1024);
+  });
+
+  test("N7: payments answers a declared 70 KiB body with its own 413 problem+json, logged and counted", async () => {
+    await expectOwn413(stack.payments, "/api/webhooks/payment", {}, { declared: 70 * 1024 }, 65536);
+  });
+
+  test("N7: payments cuts a chunked body off past 64 KiB with its own 413", async () => {
+    await expectOwn413(stack.payments, "/api/webhooks/payment", {}, { chunked: 200 * 1024 }, 65536);
+  });
+
+  test("N7: on the api an anonymous caller with a big body gets 401: credentials come first", async () => {
+    for (const body of [{ declared: 20 * 1024 }, { chunked: 64 * 1024 }]) {
+      const answer = await rawRequest(
+        stack.api,
+        { method: "POST", path: "/api/orders", "Content-Type": "application/json" },
+        body,
+      );
+      expect(answer.status).toBe(401);
+      expect(answer.headers["content-type"]).toBe("application/problem+json");
+      expect(answer.headers["www-authenticate"]).toStartWith("Bearer");
+      expect(answer.headers["x-request-id"]).toBeDefined();
+    }
+  });
+
+  test("N7: a body declared over Bun's 1 MiB memory cap is refused before the app, and the server carries on", async () => {
+    const answer = await rawRequest(
+      stack.payments,
+      { method: "POST", path: "/api/webhooks/payment", "Content-Type": "application/json" },
+      { declared: 2 * 1024 * 1024 },
+    );
+    expect(answer.status).toBe(413);
+    expect((await fetch(`${stack.payments.url}/health`)).status).toBe(200);
+  });
+});
