@@ -9,6 +9,7 @@ import { Metrics } from "./metrics";
 import { ensureStream, NatsLink } from "./nats";
 import type { ReadinessCheck } from "./operational-routes";
 import { OutboxRelay } from "./outbox";
+import { createTracer } from "./tracing";
 
 export type ServiceOptions<Deps> = {
   /** Where log lines go (default stdout); tests collect them. */
@@ -31,7 +32,8 @@ type Step = [string, () => Promise<unknown> | unknown];
 /**
  * What both services are built on: the logger and metrics, the database with the service's
  * migrations applied, the NATS link that declares both streams on every (re)connect, and the
- * outbox relay of the service's own subjects. Each `createService` adds its own parts.
+ * outbox relay of the service's own subjects, and the tracer (O8). Each `createService` adds its
+ * own parts.
  */
 export async function openServiceCore(
   name: "api" | "payments",
@@ -46,6 +48,7 @@ export async function openServiceCore(
 ) {
   const logger = createLogger(config.logLevel, { service: name }, options.logSink);
   const metrics = new Metrics();
+  const tracer = await createTracer(name, config.otlpEndpoint);
   const topology = messageTopology(config.natsPrefix);
   const sql = connectDatabase(config.databaseUrl, { max: options.databasePool });
   await migrateSchema(sql, { schema: name, migrations: parts.migrations });
@@ -69,12 +72,14 @@ export async function openServiceCore(
     jetstream: () => nats.jetstream(),
     logger,
     metrics,
+    tracer,
   });
   const readiness: ReadinessCheck[] = [{ name: "nats", check: () => nats.isUp }];
 
   return {
     logger,
     metrics,
+    tracer,
     topology,
     sql,
     nats,
@@ -97,6 +102,7 @@ export async function openServiceCore(
         ["outbox relay", () => relay.stop()],
         ["nats", () => nats.close()],
         ["database", () => sql.end({ timeout: 5 })],
+        ["tracing", () => tracer.shutdown()],
       ]),
   };
 }
