@@ -140,5 +140,9 @@ export function readCommonConfig(
     },
     trustProxy: read.trustedHops(env, "TRUST_PROXY"),
     logLevel: read.logLevel(env),
+    /** O8: where spans go over OTLP/HTTP; unset, none are recorded. */
+    otlpEndpoint: read.optional(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+      ? read.url(env, "OTEL_EXPORTER_OTLP_ENDPOINT", ["http:", "https:"])
+      : undefined,
   };
 }

@@ -14,6 +14,8 @@ export function outboxTable(schema: PgSchema) {
       subject: text("subject").notNull(),
       messageId: text("message_id").notNull(),
       payload: jsonb("payload").notNull(),
+      /** NATS headers to send with the message, e.g. the `traceparent` it continues (O8). */
+      headers: jsonb("headers").$type<Record<string, string>>(),
       createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
       publishedAt: timestamp("published_at", { withTimezone: true }),
     },

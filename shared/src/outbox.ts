@@ -1,9 +1,16 @@
-import type { JetStreamClient } from "nats";
+import { type JetStreamClient, headers as natsHeaders } from "nats";
 import type { Sql } from "./database";
 import { describeError, type Logger } from "./logger";
 import type { Metrics } from "./metrics";
+import { formatTraceparent, idTracer, parseTraceparent, type Tracer } from "./tracing";
 
-type OutboxRow = { id: number; subject: string; message_id: string; payload: unknown };
+type OutboxRow = {
+  id: number;
+  subject: string;
+  message_id: string;
+  payload: unknown;
+  headers: Record<string, string> | null;
+};
 
 export type OutboxRelayOptions = {
   sql: Sql;
@@ -15,6 +22,8 @@ export type OutboxRelayOptions = {
   logger: Logger;
   /** Where to report the backlog (`outbox_backlog`). */
   metrics?: Metrics;
+  /** O8: each publish is a span continuing the row's `traceparent` (default: ids only). */
+  tracer?: Tracer;
   intervalMs?: number;
   batchSize?: number;
 };
@@ -26,7 +35,8 @@ const encoder = new TextEncoder();
  * JetStream, right after a commit (`kick`) and on a timer for anything left over, and marks a row
  * published only after JetStream acked it. The row's message id lets JetStream drop the copy a
  * crash between ack and mark would send again. Rows are locked with SKIP LOCKED, so replicas
- * share the work.
+ * share the work. A row's headers go with its message; its `traceparent` (O8) is continued by
+ * the publish's own span, whose context is what the message carries.
  */
 export class OutboxRelay {
   private timer?: Timer;
@@ -35,10 +45,12 @@ export class OutboxRelay {
   private stopped = false;
   private readonly intervalMs: number;
   private readonly batchSize: number;
+  private readonly tracer: Tracer;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.intervalMs = options.intervalMs ?? 1000;
     this.batchSize = options.batchSize ?? 100;
+    this.tracer = options.tracer ?? idTracer;
     options.metrics?.gauge("outbox_backlog", "Outbox rows not yet published to JetStream", () =>
       this.backlog(),
     );
@@ -98,18 +110,11 @@ export class OutboxRelay {
     const { sql, schema, subjects } = this.options;
     return sql.begin(async (tx) => {
       const rows = await tx<OutboxRow[]>`
-        select id, subject, message_id, payload from ${tx(schema)}.outbox
+        select id, subject, message_id, payload, headers from ${tx(schema)}.outbox
         where published_at is null and subject = any(${subjects}) order by id limit ${this.batchSize}
         for update skip locked`;
       if (rows.length === 0) return { count: 0 };
-      const results = await Promise.allSettled(
-        rows.map((row) =>
-          js.publish(row.subject, encoder.encode(JSON.stringify(row.payload)), {
-            msgID: row.message_id,
-            timeout: 5000,
-          }),
-        ),
-      );
+      const results = await Promise.allSettled(rows.map((row) => this.publish(js, row)));
       rows.forEach((row, i) => {
         const result = results[i];
         // Expected after a crash between ack and mark; otherwise another writer used this id.
@@ -130,5 +135,35 @@ export class OutboxRelay {
         | undefined;
       return { count: rows.length, failure: failed?.reason };
     });
+  }
+
+  /** One message with the row's id and headers, in a producer span of the row's trace (O8). */
+  private async publish(js: JetStreamClient, row: OutboxRow) {
+    const span = this.tracer.startSpan(`publish ${row.subject}`, {
+      parent: parseTraceparent(row.headers?.traceparent),
+      kind: "producer",
+    });
+    if (span.recording)
+      span.set({
+        "messaging.system": "nats",
+        "messaging.operation.type": "send",
+        "messaging.destination.name": row.subject,
+        "messaging.message.id": row.message_id,
+      });
+    const headers = natsHeaders();
+    for (const [name, value] of Object.entries(row.headers ?? {})) headers.set(name, value);
+    headers.set("traceparent", formatTraceparent(span.context));
+    try {
+      return await js.publish(row.subject, encoder.encode(JSON.stringify(row.payload)), {
+        msgID: row.message_id,
+        timeout: 5000,
+        headers,
+      });
+    } catch (error) {
+      span.fail(error);
+      throw error;
+    } finally {
+      span.end();
+    }
   }
 }

@@ -9,6 +9,7 @@ import { Metrics } from "./metrics";
 import { ensureStream, NatsLink } from "./nats";
 import type { ReadinessCheck } from "./operational-routes";
 import { OutboxRelay } from "./outbox";
+import { createTracer } from "./tracing";
 
 export type ServiceOptions<Deps> = {
   /** Where log lines go (default stdout); tests collect them. */
@@ -38,7 +39,8 @@ export const serverBodyCap = 1024 * 1024;
 /**
  * What both services are built on: the logger and metrics, the database with the service's
  * migrations applied, the NATS link that declares both streams on every (re)connect, and the
- * outbox relay of the service's own subjects. Each `createService` adds its own parts.
+ * outbox relay of the service's own subjects, and the tracer (O8). Each `createService` adds its
+ * own parts.
  */
 export async function openServiceCore(
   name: "api" | "payments",
@@ -53,6 +55,7 @@ export async function openServiceCore(
 ) {
   const logger = createLogger(config.logLevel, { service: name }, options.logSink);
   const metrics = new Metrics();
+  const tracer = await createTracer(name, config.otlpEndpoint);
   const topology = messageTopology(config.natsPrefix);
   const sql = connectDatabase(config.databaseUrl, { max: options.databasePool });
   await migrateSchema(sql, { schema: name, migrations: parts.migrations });
@@ -76,12 +79,14 @@ export async function openServiceCore(
     jetstream: () => nats.jetstream(),
     logger,
     metrics,
+    tracer,
   });
   const readiness: ReadinessCheck[] = [{ name: "nats", check: () => nats.isUp }];
 
   return {
     logger,
     metrics,
+    tracer,
     topology,
     sql,
     nats,
@@ -104,6 +109,7 @@ export async function openServiceCore(
         ["outbox relay", () => relay.stop()],
         ["nats", () => nats.close()],
         ["database", () => sql.end({ timeout: 5 })],
+        ["tracing", () => tracer.shutdown()],
       ]),
   };
 }

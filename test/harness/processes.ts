@@ -5,6 +5,7 @@ import { messageTopology, type OrderEvent, streamsOf } from "@commerce/shared/me
 import { NatsLink } from "@commerce/shared/nats";
 import { signPayload } from "@commerce/shared/signature";
 import type { Subprocess } from "bun";
+import type { StoredMsg } from "nats";
 import postgres from "postgres";
 import {
   eventually,
@@ -51,6 +52,20 @@ export class ServiceProcess {
     void this.collect(this.process.stdout as ReadableStream<Uint8Array>);
     void this.collect(this.process.stderr as ReadableStream<Uint8Array>);
     await this.waitReady();
+  }
+
+  /** The JSON lines the process wrote (O6), in order. */
+  logLines(): Record<string, any>[] {
+    return this.output
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line)];
+        } catch {
+          return [];
+        }
+      });
   }
 
   private async collect(stream: ReadableStream<Uint8Array>) {
@@ -181,10 +196,14 @@ export async function startStack({
       return order.json;
     },
 
-    /** Signs and sends a notification as the provider would. */
+    /** Signs and sends a notification as the provider would; `headers` adds to the request's. */
     async notify(
       body: object,
-      { secret = webhookSecret, at = Math.floor(Date.now() / 1000) } = {},
+      {
+        secret = webhookSecret,
+        at = Math.floor(Date.now() / 1000),
+        headers = {} as Record<string, string>,
+      } = {},
     ) {
       const raw = JSON.stringify(body);
       const res = await fetch(`${payments.url}/api/webhooks/payment`, {
@@ -192,10 +211,23 @@ export async function startStack({
         headers: {
           "content-type": "application/json",
           "x-signature": signPayload(raw, secret, at),
+          ...headers,
         },
         body: raw,
       });
-      return { status: res.status, json: (await res.json()) as any };
+      return { status: res.status, headers: res.headers, json: (await res.json()) as any };
+    },
+
+    /** Every message a stream of this stack holds, with its headers. */
+    async storedMessages(stream: string): Promise<StoredMsg[]> {
+      const jsm = await nats.manager();
+      const { state } = await jsm.streams.info(stream);
+      const found: StoredMsg[] = [];
+      for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
+        const message = await jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+        if (message) found.push(message);
+      }
+      return found;
     },
 
     paid: (id: number, timeoutMs = 10_000) =>

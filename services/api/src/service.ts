@@ -34,6 +34,7 @@ export async function createService(config: ApiConfig, options: ServiceOptions<A
     topology: core.topology,
     logger,
     metrics: core.metrics,
+    tracer: core.tracer,
     outboxWritten: () => relay.kick(),
   });
 
@@ -47,6 +48,7 @@ export async function createService(config: ApiConfig, options: ServiceOptions<A
     topology: core.topology,
     logger,
     metrics: core.metrics,
+    tracer: core.tracer,
     readiness: core.readiness,
     outboxWritten: () => relay.kick(),
     ...options.replace,

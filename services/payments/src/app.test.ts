@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/database";
+import { parseTraceparent } from "@commerce/shared/tracing";
+import { eventually } from "@commerce/testing/basics";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import {
+  collectingLogger,
   jsonOf,
   notificationRequest,
   paymentSucceeded,
@@ -88,6 +91,67 @@ describe("operations", () => {
       notificationRequest(paymentSucceeded(uniqueOrderId()), { signature: null }),
     );
     expect(rejected.headers.get("x-request-id")).toBeTruthy();
+  });
+});
+
+describe("trace context", () => {
+  const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const callerSpan = "00f067aa0ba902b7";
+
+  test("O8: a request continues the caller's traceparent: same trace id, a span id of its own, in the response and the request log line", async () => {
+    const { logger, lines } = collectingLogger();
+    const app = payments.app({ logger });
+    const response = await get(app, "/health", { traceparent: `00-${traceId}-${callerSpan}-01` });
+    const sent = parseTraceparent(response.headers.get("traceparent"));
+    expect(sent).toMatchObject({ traceId, sampled: true });
+    expect(sent?.spanId).not.toBe(callerSpan);
+    // The request line is written after the response is sent.
+    const line = await eventually(async () => lines.find((l) => l.msg === "request"));
+    expect(line).toMatchObject({
+      trace_id: traceId,
+      span_id: sent?.spanId,
+      request_id: response.headers.get("x-request-id"),
+    });
+  });
+
+  test("O8: without a valid traceparent a request starts a new trace, and is never refused for it", async () => {
+    const { logger, lines } = collectingLogger();
+    const app = payments.app({ logger });
+    const fresh = await get(app, "/health");
+    const invalid = await app.handle(
+      notificationRequest(paymentSucceeded(uniqueOrderId()), {
+        headers: { traceparent: `00-${traceId}-${"0".repeat(16)}-01` },
+      }),
+    );
+    expect(invalid.status).toBe(200);
+    const traces = [fresh, invalid].map((r) => parseTraceparent(r.headers.get("traceparent")));
+    for (const trace of traces) {
+      expect(trace?.traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(trace?.traceId).not.toBe(traceId);
+    }
+    expect(traces[0]?.traceId).not.toBe(traces[1]?.traceId);
+    const logged = await eventually(async () => {
+      const found = lines.filter((l) => l.msg === "request").map((l) => l.trace_id);
+      return found.length === 2 ? found : undefined;
+    });
+    expect(logged.sort()).toEqual(traces.map((t) => t?.traceId).sort());
+  });
+
+  test("O8: an error response and its log line carry the request's trace", async () => {
+    const { logger, lines } = collectingLogger();
+    const deadDatabase = connectDatabase("postgres://nobody@127.0.0.1:1/none", { max: 1 });
+    const app = payments.app({ logger, sql: deadDatabase });
+    const response = await app.handle(
+      notificationRequest(paymentSucceeded(uniqueOrderId()), {
+        headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
+      }),
+    );
+    await deadDatabase.end();
+    expect(response.status).toBe(503);
+    expect(parseTraceparent(response.headers.get("traceparent"))?.traceId).toBe(traceId);
+    const errors = lines.filter((l) => l.level === "error");
+    expect(errors.length).toBeGreaterThan(0);
+    for (const line of errors) expect(line.trace_id).toBe(traceId);
   });
 });
 

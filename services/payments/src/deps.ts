@@ -4,6 +4,7 @@ import type { MessageTopology } from "@commerce/shared/messages";
 import type { Metrics } from "@commerce/shared/metrics";
 import type { ReadinessCheck } from "@commerce/shared/operational-routes";
 import type { RateLimiter } from "@commerce/shared/rate-limit";
+import type { Tracer } from "@commerce/shared/tracing";
 import type { WebhookSettings } from "./modules/notifications/service";
 
 /** What the payments routes need; `createService` builds it, tests may replace parts of it. */
@@ -17,6 +18,8 @@ export type PaymentsDeps = {
   topology: MessageTopology;
   logger: Logger;
   metrics: Metrics;
+  /** O8: the spans of requests and of the work they cause. */
+  tracer: Tracer;
   /** Readiness beyond the database, e.g. the NATS connection. */
   readiness: ReadinessCheck[];
   /** Called after a transaction that wrote to the outbox commits, so the relay publishes now. */

@@ -29,6 +29,7 @@ export async function createService(
     topology: core.topology,
     logger: core.logger,
     metrics: core.metrics,
+    tracer: core.tracer,
     readiness: core.readiness,
     outboxWritten: () => core.relay.kick(),
     ...options.replace,

@@ -9,7 +9,7 @@ import {
   ValidationError,
 } from "../errors";
 import { describeError, type Logger } from "../logger";
-import { requestIdOf } from "./request-log";
+import { requestLogFields, responseHeadersOf } from "./request-log";
 
 const isDatabaseDown = (error: unknown): boolean => {
   // drizzle wraps the driver's error as its cause.
@@ -61,25 +61,25 @@ export function problemErrors({ logger }: { logger: Logger }) {
       else if (code === "NOT_FOUND") problem = new NotFoundError("No such route");
       else if (isDatabaseDown(error)) {
         logger.error("dependency unavailable", {
-          request_id: requestIdOf(request),
+          ...requestLogFields(request),
           ...describeError(error),
         });
         problem = new UnavailableError();
       } else {
         logger.error("unexpected error", {
-          request_id: requestIdOf(request),
+          ...requestLogFields(request),
           ...describeError(error),
         });
         problem = new HttpError(500, "Internal Server Error", "An unexpected error occurred");
       }
       if (problem instanceof ClientClosedError)
         logger.info("client_closed", {
-          request_id: requestIdOf(request),
+          ...requestLogFields(request),
           method: request.method,
           path: new URL(request.url).pathname,
         });
       set.status = problem.status;
-      const kept: Record<string, string> = { "x-request-id": requestIdOf(request) };
+      const kept = responseHeadersOf(request);
       // Headers a plugin set for every response (the rate limit's) survive the error answer too.
       for (const name of ["ratelimit-policy", "ratelimit"]) {
         const value = set.headers[name];

@@ -1,8 +1,16 @@
 import { Elysia } from "elysia";
-import type { Logger } from "../logger";
+import type { LogFields, Logger } from "../logger";
 import type { Metrics } from "../metrics";
+import {
+  formatTraceparent,
+  parseTraceparent,
+  type Span,
+  type TraceContext,
+  type Tracer,
+  traceFields,
+} from "../tracing";
 
-type RequestMeta = { id: string; startedAt: number };
+type RequestMeta = { id: string; startedAt: number; span: Span };
 
 const requestMeta = new WeakMap<Request, RequestMeta>();
 const saneRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -12,17 +20,50 @@ export function requestIdOf(request: Request): string {
   return requestMeta.get(request)?.id ?? "";
 }
 
+/** The trace context of the request being served (O8): the caller's trace, this request's span. */
+export function traceOf(request: Request): TraceContext | undefined {
+  return requestMeta.get(request)?.span.context;
+}
+
+/** What every log line written for a request carries (O5, O6, O8). */
+export function requestLogFields(request: Request): LogFields {
+  return { request_id: requestIdOf(request), ...traceFields(traceOf(request)) };
+}
+
+/** The headers every response carries, for responses built outside `set` (problem+json). */
+export function responseHeadersOf(request: Request): Record<string, string> {
+  const context = traceOf(request);
+  return {
+    "x-request-id": requestIdOf(request),
+    ...(context ? { traceparent: formatTraceparent(context) } : {}),
+  };
+}
+
 /**
- * Request ids (O5), then one JSON log line and one metric sample per request (O3, O6).
- * Registered once, on the outermost app.
+ * Request ids (O5) and the request's span (O8: the caller's `traceparent` continued, or a new
+ * trace; an invalid one is ignored, never a 400), then one JSON log line, one metric sample and
+ * the span's end per request (O3, O6). Registered once, on the outermost app.
  */
-export function requestLog({ logger, metrics }: { logger: Logger; metrics: Metrics }) {
+export function requestLog({
+  logger,
+  metrics,
+  tracer,
+}: {
+  logger: Logger;
+  metrics: Metrics;
+  tracer: Tracer;
+}) {
   return new Elysia({ name: "request-log" })
     .onRequest(({ request, set }) => {
       const sent = request.headers.get("x-request-id");
       const id = sent && saneRequestId.test(sent) ? sent : crypto.randomUUID();
-      requestMeta.set(request, { id, startedAt: performance.now() });
+      const span = tracer.startSpan(request.method, {
+        parent: parseTraceparent(request.headers.get("traceparent")),
+        kind: "server",
+      });
+      requestMeta.set(request, { id, startedAt: performance.now(), span });
       set.headers["x-request-id"] = id;
+      set.headers.traceparent = formatTraceparent(span.context);
     })
     .onAfterResponse({ as: "global" }, ({ request, route, set }) => {
       const meta = requestMeta.get(request);
@@ -38,10 +79,23 @@ export function requestLog({ logger, metrics }: { logger: Logger; metrics: Metri
       metrics.httpDuration.observe(labels, seconds);
       logger.info("request", {
         request_id: meta.id,
+        ...traceFields(meta.span.context),
         method: request.method,
         route: labels.route,
         status,
         duration_ms: Math.round(seconds * 100_000) / 100,
       });
+      const { span } = meta;
+      if (span.recording) {
+        if (route) span.rename(`${request.method} ${route}`);
+        span.set({
+          "http.request.method": request.method,
+          "http.route": labels.route,
+          "http.response.status_code": status,
+          "request.id": meta.id,
+        });
+        if (status >= 500) span.fail();
+      }
+      span.end();
     });
 }

@@ -15,6 +15,8 @@ export const notifications = payments.table(
     rawBody: text("raw_body").notNull(),
     receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
     sourceIp: text("source_ip").notNull(),
+    /** O8: the W3C traceparent of the request that delivered it; null for rows older than O8. */
+    traceparent: text("traceparent"),
   },
   (table) => [index("notifications_order_id_idx").on(table.orderId)],
 );

@@ -6,6 +6,7 @@ import {
   type OrderEventName,
   orderEventMessageId,
 } from "@commerce/shared/messages";
+import { formatTraceparent, type TraceContext } from "@commerce/shared/tracing";
 import { and, eq, gte, isNotNull, sql } from "drizzle-orm";
 import type { Executor } from "../../db";
 import { type CancelReason, orderEvents, orders, outbox, products } from "../../db/schema";
@@ -29,6 +30,8 @@ export type Move = {
   source: EventSource;
   reason?: CancelReason;
   notificationId?: string;
+  /** O8: the trace the move belongs to; its `orders.*` message continues it. */
+  trace?: TraceContext;
 };
 
 export type MoveResult = { order: Order; moved: boolean };
@@ -151,14 +154,14 @@ export async function recordOnTimeline(
 
 /**
  * M3, R5, T1: one `orders.<event>` message in the outbox and one timeline entry, in the
- * transaction of what they announce.
+ * transaction of what they announce. The message carries the cause's trace context (O8).
  */
 export async function writeOrderEvent(
   tx: Executor,
   topology: MessageTopology,
   event: OrderEventName,
   order: Order,
-  cause: { source: EventSource; reason?: string; notificationId?: string },
+  cause: { source: EventSource; reason?: string; notificationId?: string; trace?: TraceContext },
 ): Promise<void> {
   const at = {
     created: order.created_at,
@@ -182,6 +185,7 @@ export async function writeOrderEvent(
     subject: topology.orders.event(event),
     messageId: orderEventMessageId(event, order.order_id, cause.notificationId),
     payload: message,
+    headers: cause.trace ? { traceparent: formatTraceparent(cause.trace) } : null,
   });
   await recordOnTimeline(
     tx,

@@ -2,6 +2,13 @@ import { describeError, type Logger } from "@commerce/shared/logger";
 import { type MessageTopology, parsePaymentMessage } from "@commerce/shared/messages";
 import type { Metrics } from "@commerce/shared/metrics";
 import { ensureConsumer, type NatsLink } from "@commerce/shared/nats";
+import {
+  inSpan,
+  parseTraceparent,
+  type Span,
+  type Tracer,
+  traceFields,
+} from "@commerce/shared/tracing";
 import type { ConsumerMessages, JetStreamManager, JsMsg } from "nats";
 import type { Database } from "../../db";
 import { applyPaymentMessage, type PaymentKind } from "./payment-inbox";
@@ -12,6 +19,8 @@ export type PaymentConsumerDeps = {
   topology: MessageTopology;
   logger: Logger;
   metrics: Metrics;
+  /** O8: each message is a span continuing the `traceparent` it carries. */
+  tracer: Tracer;
   /** Called after a message wrote an order event, so the outbox relay publishes it now. */
   outboxWritten: () => void;
 };
@@ -44,7 +53,8 @@ function kindOf(subject: string, topology: MessageTopology): PaymentKind | undef
  * The durable pull consumer `api-payment-events` (M1, M2, M4): every replica pulls from the
  * same durable consumer, so each message goes to one of them, and `applyPaymentMessage` makes a
  * redelivery harmless. Database failures are nak'd with a growing delay; malformed messages are
- * terminated; reviews are acked (a person takes them from there).
+ * terminated; reviews are acked (a person takes them from there). Each message continues the
+ * trace of the webhook request that caused it (O8), so its log line carries that `trace_id`.
  */
 export class PaymentConsumer {
   private messages?: ConsumerMessages;
@@ -102,7 +112,20 @@ export class PaymentConsumer {
   }
 
   private async handle(message: JsMsg): Promise<void> {
-    const { db, topology, logger, outboxWritten } = this.deps;
+    const span = this.deps.tracer.startSpan(`process ${message.subject}`, {
+      parent: parseTraceparent(message.headers?.get("traceparent")),
+      kind: "consumer",
+    });
+    try {
+      await this.apply(message, span);
+    } finally {
+      span.end();
+    }
+  }
+
+  private async apply(message: JsMsg, span: Span): Promise<void> {
+    const { db, topology, logger, tracer, outboxWritten } = this.deps;
+    const trace = traceFields(span.context);
     let payload: unknown;
     try {
       payload = JSON.parse(decoder.decode(message.data));
@@ -114,19 +137,36 @@ export class PaymentConsumer {
     if (!payment || !kind) {
       this.applied.inc({ outcome: "invalid" });
       logger.error("payment message is malformed; dropped", {
+        ...trace,
         subject: message.subject,
         stream_seq: message.seq,
       });
+      span.fail();
       message.term();
       return;
     }
     const fields = {
+      ...trace,
       notification_id: payment.notification_id,
       order_id: payment.order_id,
       event: kind,
     };
+    if (span.recording)
+      span.set({
+        "messaging.system": "nats",
+        "messaging.operation.type": "process",
+        "messaging.destination.name": message.subject,
+        "messaging.message.id": payment.notification_id,
+        "order.id": payment.order_id,
+      });
     try {
-      const outcome = await applyPaymentMessage(db, topology, kind, payment);
+      const outcome = await inSpan(
+        tracer,
+        "apply payment message",
+        { parent: span.context, kind: "client", attributes: { "db.system.name": "postgresql" } },
+        (transaction) => applyPaymentMessage(db, topology, kind, payment, transaction.context),
+      );
+      if (span.recording) span.set({ "payment.outcome": outcome });
       message.ack();
       this.applied.inc({ outcome });
       if (outcome === "paid" || outcome === "refunded" || outcome === "payment_failed") {
@@ -144,6 +184,7 @@ export class PaymentConsumer {
     } catch (error) {
       const delay = Math.min(maxBackoffMs, 500 * 2 ** Math.min(message.info.redeliveryCount, 6));
       this.applied.inc({ outcome: "failed" });
+      span.fail(error);
       logger.error("payment message failed; will be redelivered", {
         ...fields,
         retry_in_ms: delay,

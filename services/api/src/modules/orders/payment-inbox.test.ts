@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/database";
-import { createLogger } from "@commerce/shared/logger";
+import { createLogger, type Logger } from "@commerce/shared/logger";
 import { type PaymentMessage, streamsOf } from "@commerce/shared/messages";
 import { Metrics } from "@commerce/shared/metrics";
 import { ensureStream, NatsLink } from "@commerce/shared/nats";
+import { idTracer, parseTraceparent } from "@commerce/shared/tracing";
 import { eventually, testNatsUrl, unique } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { headers } from "nats";
 import { createDatabase } from "../../db";
 import { ensurePaymentConsumer, PaymentConsumer } from "./payment-consumer";
 
@@ -33,13 +35,14 @@ afterAll(async () => {
   await api.close();
 });
 
-function startConsumer(db = api.db) {
+function startConsumer(db = api.db, logger: Logger = quiet) {
   const consumer = new PaymentConsumer({
     db,
     nats,
     topology: api.deps.topology,
-    logger: quiet,
+    logger,
     metrics: new Metrics(),
+    tracer: idTracer,
     outboxWritten: () => {},
   });
   consumer.start();
@@ -57,10 +60,19 @@ async function newOrder(price = 700, qty = 2) {
   return res.json as { order_id: number; amount: number; currency: string };
 }
 
-async function publish(message: PaymentMessage, msgID = message.notification_id) {
+async function publish(
+  message: PaymentMessage,
+  msgID = message.notification_id,
+  traceparent?: string,
+) {
   const js = nats.jetstream();
   if (!js) throw new Error("no jetstream");
-  await js.publish(api.deps.topology.payments.orderPaid, JSON.stringify(message), { msgID });
+  const h = headers();
+  if (traceparent) h.set("traceparent", traceparent);
+  await js.publish(api.deps.topology.payments.orderPaid, JSON.stringify(message), {
+    msgID,
+    headers: h,
+  });
 }
 
 const paidMessage = (
@@ -103,6 +115,37 @@ describe("order-paid consumer", () => {
       amount: order.amount,
       source: "webhook",
     });
+  });
+
+  test("O8: the move continues the message's traceparent in its log line and its orders.paid", async () => {
+    // The consumers of earlier tests share the durable consumer: this one must get the message.
+    await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+    const lines: string[] = [];
+    startConsumer(
+      api.db,
+      createLogger("info", {}, (line) => lines.push(line)),
+    );
+    const order = await newOrder();
+    const message = paidMessage(order);
+    const traceId = crypto.randomUUID().replaceAll("-", "");
+    const traceparent = `00-${traceId}-00f067aa0ba902b7-01`;
+    await publish(message, message.notification_id, traceparent);
+    const applied = await eventually(async () =>
+      lines
+        .map((line) => JSON.parse(line))
+        .find(
+          (line) =>
+            line.msg === "payment message applied" &&
+            line.notification_id === message.notification_id,
+        ),
+    );
+    expect(applied).toMatchObject({ trace_id: traceId, order_id: order.order_id });
+    expect(applied.span_id).not.toBe("00f067aa0ba902b7");
+    const [row] =
+      await api.sql`select headers from api.outbox where message_id = ${`order-paid-${order.order_id}`}`;
+    const sent = parseTraceparent(row.headers.traceparent);
+    expect(sent).toMatchObject({ traceId, sampled: true });
+    expect(sent?.spanId).not.toBe("00f067aa0ba902b7");
   });
 
   test("M2: a notification delivered again is acked and changes nothing", async () => {

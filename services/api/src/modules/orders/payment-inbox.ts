@@ -1,4 +1,5 @@
 import type { MessageTopology, PaymentMessage } from "@commerce/shared/messages";
+import type { TraceContext } from "@commerce/shared/tracing";
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db";
 import {
@@ -49,13 +50,14 @@ export function paymentOutcome(
  * The idempotent consumer (microservices.io) of payment messages (M2): in one transaction,
  * remember the notification id (unique), lock the order, and apply L4: a move through the
  * lifecycle's `transition`, a `payment_failed` event, or a review for a person. A notification
- * seen before changes nothing.
+ * seen before changes nothing. The `orders.*` message a move writes continues `trace` (O8).
  */
 export function applyPaymentMessage(
   db: Database,
   topology: MessageTopology,
   kind: PaymentKind,
   message: PaymentMessage,
+  trace?: TraceContext,
 ): Promise<PaymentOutcome> {
   return db.transaction(async (tx) => {
     const [first] = await tx
@@ -79,7 +81,7 @@ export function applyPaymentMessage(
       )
       .limit(1);
     const outcome = seen ? "duplicate" : paymentOutcome(kind, order, message);
-    const cause = { source: "webhook" as const, notificationId: message.notification_id };
+    const cause = { source: "webhook" as const, notificationId: message.notification_id, trace };
     if (outcome === "duplicate") {
       // Recorded as seen; nothing else changes.
     } else if (outcome === "paid" || outcome === "refunded")

@@ -4,11 +4,12 @@ import {
   assertJsonContentType,
   readBodyWithin,
 } from "@commerce/shared/http/body";
-import { requestIdOf } from "@commerce/shared/http/request-log";
+import { requestLogFields, traceOf } from "@commerce/shared/http/request-log";
 import { type MessageTopology, paymentEvents } from "@commerce/shared/messages";
 import { problems } from "@commerce/shared/openapi";
 import { clientIp } from "@commerce/shared/rate-limit";
 import { signatureHeader } from "@commerce/shared/signature";
+import { formatTraceparent, inSpan } from "@commerce/shared/tracing";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../deps";
 import { paymentNotification, received } from "./model";
@@ -57,7 +58,7 @@ type NotificationLog = {
  * size, media type, rate limit, signature, schema; only then does it touch the database.
  */
 export function notificationsController(deps: PaymentsDeps) {
-  const { sql, logger, metrics, topology, webhook, rateLimiter, outboxWritten } = deps;
+  const { sql, logger, metrics, tracer, topology, webhook, rateLimiter, outboxWritten } = deps;
   const counted = metrics.counter(
     "notifications_total",
     "Payment notifications by outcome (accepted, duplicate, rejected, client_closed, failed) and reason",
@@ -71,7 +72,7 @@ export function notificationsController(deps: PaymentsDeps) {
     fields: NotificationLog,
   ) => {
     counted.inc({ outcome, reason });
-    const line = { request_id: requestIdOf(request), outcome, ...fields };
+    const line = { ...requestLogFields(request), outcome, ...fields };
     if (outcome === "rejected") logger.warn("notification", { ...line, reason });
     else if (outcome === "failed") logger.error("notification", { ...line, reason });
     else logger.info("notification", line);
@@ -101,13 +102,21 @@ export function notificationsController(deps: PaymentsDeps) {
           event: notification.event,
           order_id: notification.order_id,
         });
-        const stored = await storeNotification(sql, {
-          id,
-          notification,
-          rawBody: text,
-          sourceIp,
-          messageSubject: messageSubjectOf(notification.event, topology),
-        });
+        const trace = traceOf(request);
+        const stored = await inSpan(
+          tracer,
+          "store notification",
+          { parent: trace, kind: "client", attributes: { "db.system.name": "postgresql" } },
+          () =>
+            storeNotification(sql, {
+              id,
+              notification,
+              rawBody: text,
+              sourceIp,
+              traceparent: trace ? formatTraceparent(trace) : null,
+              messageSubject: messageSubjectOf(notification.event, topology),
+            }),
+        );
         if (stored.outboxWritten) outboxWritten();
         record(request, stored.duplicate ? "duplicate" : "accepted", "none", log);
         return stored.duplicate

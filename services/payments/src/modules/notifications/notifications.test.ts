@@ -76,16 +76,24 @@ describe("notification id", () => {
 });
 
 describe("accepting", () => {
-  test("W5: an accepted payment.succeeded stores the notification and its order-paid message", async () => {
+  test("W5, O8: an accepted payment.succeeded stores the notification with its trace context and its order-paid message", async () => {
     let kicks = 0;
     const app = payments.app({ trustProxy: 1, outboxWritten: () => kicks++ });
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
     const raw = JSON.stringify(paymentSucceeded(orderId, { id, amount: 2598, currency: "EUR" }));
+    const traceId = crypto.randomUUID().replaceAll("-", "");
     const response = await app.handle(
-      notificationRequest(raw, { headers: { "x-forwarded-for": "203.0.113.9" } }),
+      notificationRequest(raw, {
+        headers: {
+          "x-forwarded-for": "203.0.113.9",
+          traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+        },
+      }),
     );
     expect(response.status).toBe(200);
+    const traceparent = response.headers.get("traceparent");
+    expect(traceparent).toStartWith(`00-${traceId}-`);
     expect(await response.json()).toEqual({ received: true });
 
     const row = await notificationRow(id);
@@ -97,6 +105,7 @@ describe("accepting", () => {
       currency: "EUR",
       raw_body: raw,
       source_ip: "203.0.113.9",
+      traceparent,
     });
     const receivedAt = new Date(row.received_at);
     expect(Math.abs(receivedAt.getTime() - Date.now())).toBeLessThan(60_000);
@@ -107,6 +116,7 @@ describe("accepting", () => {
       subject: payments.topology.payments.orderPaid,
       message_id: id,
       published_at: null,
+      headers: { traceparent },
     });
     expect(outbox[0].payload).toEqual({
       notification_id: id,
@@ -197,7 +207,7 @@ describe("logging and metrics", () => {
   const notificationLines = (lines: Record<string, unknown>[]) =>
     lines.filter((line) => line.msg === "notification");
 
-  test("W9: accepted, duplicate and rejected notifications are each logged once with their fields", async () => {
+  test("W9, O8: accepted, duplicate and rejected notifications are each logged once with their fields and trace_id", async () => {
     const { logger, lines } = collectingLogger();
     const app = payments.app({ logger });
     const orderId = uniqueOrderId();
@@ -218,7 +228,9 @@ describe("logging and metrics", () => {
       order_id: orderId,
       source_ip: "unknown",
       request_id: accepted.headers.get("x-request-id"),
+      trace_id: accepted.headers.get("traceparent")?.split("-")[1],
     });
+    for (const line of logged) expect(line.trace_id).toMatch(/^[0-9a-f]{32}$/);
     expect(logged[0]).not.toHaveProperty("reason");
     expect(logged[1]).toMatchObject({
       outcome: "duplicate",

@@ -11,9 +11,10 @@ beforeAll(async () => {
 afterAll(() => payments.close());
 
 describe("the order-paid message built in SQL", () => {
-  test("M1: the outbox payload the accept statement writes is exactly the shared schema", async () => {
+  test("M1, O8: the outbox payload the accept statement writes is exactly the shared schema, with the traceparent as a header", async () => {
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     const notification = {
       event: "payment.succeeded",
       order_id: orderId,
@@ -26,10 +27,17 @@ describe("the order-paid message built in SQL", () => {
       notification,
       rawBody: JSON.stringify(notification),
       sourceIp: "127.0.0.1",
+      traceparent,
       messageSubject: payments.topology.payments.orderPaid,
     });
-    const [row] = await payments.sql<{ payload: Record<string, unknown> }[]>`
-      select payload from payments.outbox where message_id = ${id}`;
+    const [row] = await payments.sql<
+      { payload: Record<string, unknown>; headers: unknown; stored: string }[]
+    >`
+      select o.payload, o.headers, n.traceparent as stored
+      from payments.outbox o join payments.notifications n on n.id = o.message_id
+      where o.message_id = ${id}`;
+    expect(row.headers).toEqual({ traceparent });
+    expect(row.stored).toBe(traceparent);
 
     expect(parsePaymentMessage(row.payload)).toBeDefined();
     expect(Object.keys(row.payload).sort()).toEqual(Object.keys(paymentMessage.properties).sort());

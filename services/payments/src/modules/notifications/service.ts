@@ -112,7 +112,7 @@ export function notificationIdOf(notification: PaymentNotification): string {
 }
 
 /**
- * W5, W8: stores the notification and, for `payment.succeeded`, `payment.refunded` and
+ * W5, W8, O8: stores the notification with its trace context and, for `payment.succeeded`, `payment.refunded` and
  * `payment.failed`, its message (M1) on `messageSubject` in the outbox, atomically. A notification id already stored writes nothing (`duplicate`);
  * concurrent copies wait on the primary key, so exactly one of them inserts.
  *
@@ -127,23 +127,27 @@ export async function storeNotification(
     notification: PaymentNotification;
     rawBody: string;
     sourceIp: string;
+    /** O8: the trace context of the request that delivered it, sent on with its message. */
+    traceparent: string | null;
     /** Where this notification's message goes; undefined for an event that makes none. */
     messageSubject: string | undefined;
   },
 ): Promise<{ duplicate: boolean; outboxWritten: boolean }> {
-  const { id, notification, rawBody, sourceIp, messageSubject } = input;
+  const { id, notification, rawBody, sourceIp, traceparent, messageSubject } = input;
   const { event, order_id, amount, currency } = notification;
   const [result] = await sql<{ stored: number; queued: number }[]>`
     with stored as (
-      insert into payments.notifications (id, event, order_id, amount, currency, raw_body, source_ip)
-      values (${id}, ${event}, ${order_id}, ${amount}, ${currency}, ${rawBody}, ${sourceIp})
+      insert into payments.notifications
+        (id, event, order_id, amount, currency, raw_body, source_ip, traceparent)
+      values (${id}, ${event}, ${order_id}, ${amount}, ${currency}, ${rawBody}, ${sourceIp}, ${traceparent})
       on conflict (id) do nothing
-      returning id, order_id, amount, currency, received_at
+      returning id, order_id, amount, currency, received_at, traceparent
     ), queued as (
-      insert into payments.outbox (subject, message_id, payload)
+      insert into payments.outbox (subject, message_id, payload, headers)
       select ${messageSubject ?? ""}, id, jsonb_build_object(
         'notification_id', id, 'order_id', order_id, 'amount', amount, 'currency', currency,
-        'received_at', to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+        'received_at', to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+        case when traceparent is null then null else jsonb_build_object('traceparent', traceparent) end
       from stored where ${messageSubject !== undefined}::boolean
       returning id
     )

@@ -1,0 +1,1 @@
+ALTER TABLE "api"."outbox" ADD COLUMN "headers" jsonb;
