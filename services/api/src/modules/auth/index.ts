@@ -1,39 +1,14 @@
-import { ForbiddenError, UnauthorizedError } from "@commerce/shared/errors";
+import { bearerAuth } from "@commerce/shared/auth/bearer-auth";
+import type { TokenVerifier } from "@commerce/shared/auth/token-verifier";
 import type { RateLimiter } from "@commerce/shared/rate-limit";
-import { Elysia } from "elysia";
-import { bearerChallenge, type Principal, type TokenVerifier } from "./service";
-
-const principals = new WeakMap<Request, Principal>();
 
 /**
- * Bearer auth for every `/api/*` route (A1-A4). The token is checked when the request arrives,
- * before its body is read, so an anonymous caller learns nothing about the schemas. A route asks
- * for `auth: "customer"` or `auth: "admin"` (403 without the admin scope) and gets `principal`.
- * Each customer has a request budget (429 when spent).
+ * The api's bearer auth (A1-A5): every `/api/*` route needs a token (`shared/src/auth/`), and
+ * each customer has a request budget (429 when spent), taken once the token is verified.
  */
-export function auth(verify: TokenVerifier, limiter?: RateLimiter) {
-  return new Elysia({ name: "auth" })
-    .onRequest(async ({ request }) => {
-      if (!new URL(request.url).pathname.startsWith("/api/")) return;
-      const header = request.headers.get("authorization");
-      const match = header?.match(/^Bearer ([A-Za-z0-9._~+/=-]+)$/i);
-      if (!match)
-        throw new UnauthorizedError("An Authorization: Bearer token is required", {
-          "www-authenticate": bearerChallenge(),
-        });
-      const principal = await verify(match[1]);
-      limiter?.take(principal.customerId);
-      principals.set(request, principal);
-    })
-    .macro({
-      auth: (role: "customer" | "admin") => ({
-        detail: { security: [{ bearerAuth: [] }] },
-        resolve({ request }) {
-          const principal = principals.get(request);
-          if (!principal) throw new UnauthorizedError();
-          if (role === "admin" && !principal.admin) throw new ForbiddenError();
-          return { principal };
-        },
-      }),
-    });
-}
+export const auth = (verify: TokenVerifier, limiter?: RateLimiter) =>
+  bearerAuth(verify, {
+    realm: "api",
+    protects: (pathname) => pathname.startsWith("/api/"),
+    onVerified: limiter && ((principal) => limiter.take(principal.customerId)),
+  });
