@@ -131,7 +131,7 @@ export function natsConnection(env: Env): { natsUrl: string; natsCredentials?: N
  * service may run without (payments: its operator routes then answer 503); else it is required.
  */
 export function readAuthConfig(env: Env, options: { required: true }): AuthConfig;
-export function readAuthConfig(env: Env, options: { required: false }): AuthConfig | undefined;
+export function readAuthConfig(env: Env, options: { required: boolean }): AuthConfig | undefined;
 export function readAuthConfig(
   env: Env,
   { required }: { required: boolean },

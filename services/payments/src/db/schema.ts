@@ -1,4 +1,5 @@
 import { outboxTable } from "@commerce/shared/outbox-table";
+import { sql } from "drizzle-orm";
 import { bigint, index, pgSchema, text, timestamp } from "drizzle-orm/pg-core";
 
 export const payments = pgSchema("payments");
@@ -16,7 +17,14 @@ export const notifications = payments.table(
     receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
     sourceIp: text("source_ip").notNull(),
   },
-  (table) => [index("notifications_order_id_idx").on(table.orderId)],
+  (table) => [
+    index("notifications_order_id_idx").on(table.orderId),
+    // V3: the operator's list, newest first.
+    index("notifications_received_at_idx").on(table.receivedAt, table.id),
+  ],
 );
 
-export const outbox = outboxTable(payments);
+/** Every row carries its notification id; V3 finds a notification's message and replays by it. */
+export const outbox = outboxTable(payments, (table) => [
+  index("outbox_notification_id_idx").on(sql`(${table.payload}->>'notification_id')`),
+]);
