@@ -1,7 +1,11 @@
-import type { MessageTopology, PaymentMessage } from "@commerce/shared/messages";
-import { eq } from "drizzle-orm";
-import type { Database } from "../../db";
-import { paymentReviews, processedNotifications, type ReviewReason } from "../../db/schema";
+import {
+  type MessageTopology,
+  orderEventMessageId,
+  type PaymentMessage,
+} from "@commerce/shared/messages";
+import { and, eq, sql } from "drizzle-orm";
+import type { Database, Executor } from "../../db";
+import { outbox, paymentReviews, processedNotifications, type ReviewReason } from "../../db/schema";
 import { transition, writeOrderEvent } from "./lifecycle";
 import { itemsOf, type OrderRow, orderRow, toOrder } from "./order-rows";
 
@@ -41,10 +45,42 @@ export function paymentOutcome(
 }
 
 /**
+ * M2, V3: whether what this notification did is on record although its processed row is not
+ * (a restored or pruned table, then an operator's replay): the `orders.*` event it caused, which
+ * carries its id, or its review. Asked only when L4 would not move the order, because a move
+ * this notification made leaves the order where L4 offers that move no more; without this, a
+ * replayed payment of a paid order would open a review claiming a second charge.
+ */
+async function appliedBefore(
+  tx: Executor,
+  kind: PaymentKind,
+  { notification_id, order_id }: PaymentMessage,
+): Promise<boolean> {
+  const event = { succeeded: "paid", refunded: "refunded", failed: "payment_failed" } as const;
+  const [announced] = await tx
+    .select({ id: outbox.id })
+    .from(outbox)
+    .where(
+      and(
+        eq(outbox.messageId, orderEventMessageId(event[kind], order_id, notification_id)),
+        sql`${outbox.payload}->>'notification_id' = ${notification_id}`,
+      ),
+    )
+    .limit(1);
+  if (announced) return true;
+  const [reviewed] = await tx
+    .select({ id: paymentReviews.id })
+    .from(paymentReviews)
+    .where(eq(paymentReviews.notificationId, notification_id))
+    .limit(1);
+  return reviewed !== undefined;
+}
+
+/**
  * The idempotent consumer (microservices.io) of payment messages (M2): in one transaction,
  * remember the notification id (unique), lock the order, and apply L4: a move through the
  * lifecycle's `transition`, a `payment_failed` event, or a review for a person. A notification
- * seen before changes nothing.
+ * seen before changes nothing, also when only its effect is on record (`appliedBefore`).
  */
 export function applyPaymentMessage(
   db: Database,
@@ -62,6 +98,13 @@ export function applyPaymentMessage(
 
     const order = await orderRow(tx, message.order_id, { lock: true });
     const outcome = paymentOutcome(kind, order, message);
+    if (outcome !== "paid" && outcome !== "refunded" && (await appliedBefore(tx, kind, message))) {
+      await tx
+        .update(processedNotifications)
+        .set({ outcome: "duplicate" })
+        .where(eq(processedNotifications.notificationId, message.notification_id));
+      return "duplicate";
+    }
     const cause = { source: "webhook" as const, notificationId: message.notification_id };
     if (outcome === "paid" || outcome === "refunded")
       await transition(tx, topology, message.order_id, { to: outcome, ...cause });

@@ -5,7 +5,6 @@ import { OutboxRelay } from "@commerce/shared/outbox";
 import { eventually, testNatsUrl, token, unique } from "@commerce/testing/basics";
 import { type PaymentsHarness, problemType, startPayments } from "@commerce/testing/in-process";
 import {
-  jsonOf,
   notificationRequest,
   paymentSucceeded,
   uniqueOrderId,
