@@ -129,9 +129,12 @@ async function main(): Promise<void> {
       );
 
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const jwtSecret = secret("AUTH_JWT_SECRET", "auth-jwt-secret", "", 32);
   const secrets: Record<Service, Record<string, string>> = {
-    api: { AUTH_JWT_SECRET: secret("AUTH_JWT_SECRET", "auth-jwt-secret", "", 32) },
+    api: { AUTH_JWT_SECRET: jwtSecret },
     payments: {
+      // The operator routes take the api's admin tokens.
+      AUTH_JWT_SECRET: jwtSecret,
       PAYMENT_WEBHOOK_SECRETS: secret(
         "PAYMENT_WEBHOOK_SECRETS",
         "payment-webhook-secret",
@@ -156,7 +159,7 @@ async function main(): Promise<void> {
       PORT: String(ports[service]),
       NATS_URL: nats.url,
     };
-    // Each service gets only its own secret.
+    // Each service gets only the secrets it uses.
     delete childEnv.AUTH_JWT_SECRET;
     delete childEnv.PAYMENT_WEBHOOK_SECRETS;
     Object.assign(childEnv, { DATABASE_URL: database.urls[service] }, secrets[service]);
@@ -173,7 +176,6 @@ async function main(): Promise<void> {
     "",
   ];
   try {
-    const jwtSecret = secrets.api.AUTH_JWT_SECRET;
     lines.push(...(await demo({ apiUrl: urls.api, paymentsPort: ports.payments, jwtSecret }, say)));
   } catch (error) {
     lines.push(`(no demo data or tokens: ${errorText(error)})`, "");

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, readCommonConfig } from "./config";
+import { ConfigError, readAuthConfig, readCommonConfig } from "./config";
 
 const defaults = { port: 3000, ratePerSecond: 50, burst: 100 };
 
@@ -13,6 +13,28 @@ describe("configuration", () => {
       trustProxy: 0,
       logLevel: "info",
     });
+  });
+
+  test("A2, V3: AUTH_* read the same for both services; required on the api, optional on payments", () => {
+    const secret = "s".repeat(32);
+    expect(
+      readAuthConfig({ AUTH_JWT_SECRET: secret, AUTH_ISSUER: "i" }, { required: true }),
+    ).toEqual({ jwtSecret: secret, jwksUrl: undefined, issuer: "i", audience: undefined });
+    expect(
+      readAuthConfig({ AUTH_JWKS_URL: "https://id.example/jwks.json" }, { required: true }),
+    ).toMatchObject({ jwksUrl: "https://id.example/jwks.json" });
+    expect(readAuthConfig({}, { required: false })).toBeUndefined();
+    expect(() => readAuthConfig({}, { required: true })).toThrow(
+      "AUTH_JWT_SECRET is required but not set",
+    );
+    for (const required of [true, false]) {
+      expect(() => readAuthConfig({ AUTH_JWT_SECRET: "short" }, { required })).toThrow(
+        "AUTH_JWT_SECRET must be at least 32 characters long",
+      );
+      expect(() => readAuthConfig({ AUTH_JWKS_URL: "ftp://x" }, { required })).toThrow(
+        "AUTH_JWKS_URL must be a URL starting with https: or http:",
+      );
+    }
   });
 
   test("N2: TRUST_PROXY is a count of trusted proxies; false and true still mean 0 and 1", () => {

@@ -1,3 +1,4 @@
+import type { AuthConfig } from "./auth/token-verifier";
 import { type LogLevel, logLevels } from "./logger";
 
 export type Env = Record<string, string | undefined>;
@@ -121,6 +122,33 @@ export function natsConnection(env: Env): { natsUrl: string; natsCredentials?: N
   return {
     natsUrl,
     natsCredentials: secret === undefined ? { token: name } : { user: name, pass: secret },
+  };
+}
+
+/**
+ * A2: the bearer-token settings, the same for both services. `AUTH_JWKS_URL` (RS256/ES256 keys)
+ * or `AUTH_JWT_SECRET` (HS256, at least 32 characters). Undefined when neither is set and the
+ * service may run without (payments: its operator routes then answer 503); else it is required.
+ */
+export function readAuthConfig(env: Env, options: { required: true }): AuthConfig;
+export function readAuthConfig(env: Env, options: { required: boolean }): AuthConfig | undefined;
+export function readAuthConfig(
+  env: Env,
+  { required }: { required: boolean },
+): AuthConfig | undefined {
+  const jwtSecret = read.optional(env, "AUTH_JWT_SECRET");
+  const jwksUrl = read.optional(env, "AUTH_JWKS_URL");
+  if (!jwksUrl && !jwtSecret) {
+    if (required) throw new ConfigError("AUTH_JWT_SECRET is required but not set");
+    return undefined;
+  }
+  if (jwtSecret && jwtSecret.length < 32)
+    throw new ConfigError("AUTH_JWT_SECRET must be at least 32 characters long");
+  return {
+    jwtSecret,
+    jwksUrl: jwksUrl ? read.url(env, "AUTH_JWKS_URL", ["https:", "http:"]) : undefined,
+    issuer: read.optional(env, "AUTH_ISSUER"),
+    audience: read.optional(env, "AUTH_AUDIENCE"),
   };
 }
 

@@ -143,7 +143,7 @@ describe("what each document says of its own service", () => {
     ).toHaveLength(1);
   });
 
-  test("D1: payments documents X-Signature as the webhook's credential and its rate limit", () => {
+  test("D1: payments documents X-Signature as the webhook's credential, its rate limit, and the operators' bearer token", () => {
     const document = documents.payments;
     expect(document.components.securitySchemes).toEqual({
       paymentSignature: expect.objectContaining({
@@ -151,6 +151,7 @@ describe("what each document says of its own service", () => {
         in: "header",
         name: "x-signature",
       }),
+      bearerAuth: expect.objectContaining({ type: "http", scheme: "bearer" }),
     });
     const webhook = document.paths["/api/webhooks/payment"].post;
     expect(webhook.security).toEqual([{ paymentSignature: [] }]);

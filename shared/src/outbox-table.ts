@@ -1,12 +1,24 @@
 import { sql } from "drizzle-orm";
-import { bigserial, index, jsonb, type PgSchema, text, timestamp } from "drizzle-orm/pg-core";
+import {
+  bigserial,
+  type ExtraConfigColumn,
+  type IndexBuilder,
+  index,
+  jsonb,
+  type PgSchema,
+  text,
+  timestamp,
+} from "drizzle-orm/pg-core";
 
 /**
  * The transactional outbox (microservices.io): a row written in the same transaction as the change
  * it announces, published to JetStream by the relay, marked published after the ack. Each service
- * owns one in its own Postgres schema.
+ * owns one in its own Postgres schema; `moreIndexes` adds the lookups only that service makes.
  */
-export function outboxTable(schema: PgSchema) {
+export function outboxTable(
+  schema: PgSchema,
+  moreIndexes: (table: { payload: ExtraConfigColumn }) => IndexBuilder[] = () => [],
+) {
   return schema.table(
     "outbox",
     {
@@ -21,6 +33,7 @@ export function outboxTable(schema: PgSchema) {
     },
     (table) => [
       index("outbox_unpublished_idx").on(table.id).where(sql`${table.publishedAt} is null`),
+      ...moreIndexes(table),
     ],
   );
 }

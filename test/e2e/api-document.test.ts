@@ -283,6 +283,34 @@ describe("every documented operation, against the running services", () => {
       409,
     );
 
+    // The operator's view of the same payment, on payments (admin token only).
+    const stored = { path: `/api/notifications?order_id=${checkout.json.order_id}`, token: admin };
+    const listed = await call(payments, "GET", "/api/notifications", stored);
+    expect(listed.status).toBe(200);
+    expect(listed.json.items.map((n: { id: string }) => n.id)).toContain(notification.id);
+    expect(
+      (await call(payments, "GET", "/api/notifications", { ...stored, token: customer })).status,
+    ).toBe(403);
+    expect((await call(payments, "GET", "/api/notifications", { path: stored.path })).status).toBe(
+      401,
+    );
+    const oneNotification = { path: `/api/notifications/${notification.id}`, token: admin };
+    expect(
+      (await call(payments, "GET", "/api/notifications/{id}", oneNotification)).json.raw_body,
+    ).toBe(raw);
+    expect(
+      (
+        await call(payments, "GET", "/api/notifications/{id}", {
+          path: "/api/notifications/evt_unknown",
+          token: admin,
+        })
+      ).status,
+    ).toBe(404);
+    const replayOne = { path: `/api/notifications/${notification.id}/replay`, token: admin };
+    expect((await call(payments, "POST", "/api/notifications/{id}/replay", replayOne)).status).toBe(
+      202,
+    );
+
     // Every documented operation was called at least once.
     const documented = Object.entries(documents).flatMap(([service, document]) =>
       Object.entries(document.paths).flatMap(([path, methods]) =>

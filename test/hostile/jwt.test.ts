@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createTokenVerifier } from "@commerce/shared/auth/token-verifier";
 import { jwtSecret as testSecret, token } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import fc from "fast-check";
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from "jose";
-import { createTokenVerifier } from "../../services/api/src/modules/auth/service";
 import { expectWellFormed, numRuns } from "./support";
 
 let api: ApiHarness;

@@ -1,3 +1,4 @@
+import type { TokenVerifier } from "@commerce/shared/auth/token-verifier";
 import type { Sql } from "@commerce/shared/database";
 import type { Logger } from "@commerce/shared/logger";
 import type { MessageTopology } from "@commerce/shared/messages";
@@ -6,7 +7,6 @@ import type { ReadinessCheck } from "@commerce/shared/operational-routes";
 import type { RateLimiter } from "@commerce/shared/rate-limit";
 import type { Tracer } from "@commerce/shared/tracing";
 import type { Database } from "./db";
-import type { TokenVerifier } from "./modules/auth/service";
 
 /** What the api's routes need; `createService` builds it, tests may replace parts of it. */
 export type ApiDeps = {

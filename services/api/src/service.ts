@@ -1,3 +1,4 @@
+import { createTokenVerifier } from "@commerce/shared/auth/token-verifier";
 import { describeError } from "@commerce/shared/logger";
 import { orderEventNames } from "@commerce/shared/messages";
 import { RateLimiter } from "@commerce/shared/rate-limit";
@@ -7,7 +8,6 @@ import type { ApiConfig } from "./config";
 import { createDatabase, migrations } from "./db";
 import type { ApiDeps } from "./deps";
 import { deleteExpiredIdempotencyKeys } from "./lib/idempotency";
-import { createTokenVerifier } from "./modules/auth/service";
 import { OrderExpirySweeper } from "./modules/orders/expiry";
 import { ensurePaymentConsumer, PaymentConsumer } from "./modules/orders/payment-consumer";
 import { registerReviewMetrics } from "./modules/reviews/service";

@@ -76,7 +76,43 @@ describe("operations", () => {
     expect(route.responses["401"].content).toEqual({
       "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } },
     });
-    expect(doc.components?.securitySchemes?.bearerAuth).toBeUndefined();
+  });
+
+  test("O4, V3: /swagger/json documents the operator routes: admin bearer token, who may call, every answer", async () => {
+    const doc = await jsonOf(await get(payments.app(), "/swagger/json"));
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ scheme: "bearer" });
+    const operations = [
+      doc.paths["/api/notifications"].get,
+      doc.paths["/api/notifications/{id}"].get,
+      doc.paths["/api/notifications/{id}/replay"].post,
+    ];
+    for (const operation of operations) {
+      expect(operation.security).toEqual([{ bearerAuth: ["admin"] }]);
+      expect(operation.summary).toBeTruthy();
+      expect(operation.description).toContain("Admin only");
+      expect(Object.keys(operation.responses)).toEqual(
+        expect.arrayContaining(["400", "401", "403", "503"]),
+      );
+    }
+    expect(Object.keys(operations[2].responses)).toEqual(
+      expect.arrayContaining(["202", "404", "409"]),
+    );
+    const item =
+      doc.paths["/api/notifications"].get.responses["200"].content["application/json"].schema
+        .properties.items.items;
+    expect(Object.keys(item.properties).sort()).toEqual(
+      [
+        "amount",
+        "currency",
+        "event",
+        "id",
+        "order_id",
+        "published_at",
+        "received_at",
+        "source_ip",
+        "trace_id",
+      ].sort(),
+    );
   });
 
   test("O5: every response carries X-Request-Id, the client's when it is sane", async () => {

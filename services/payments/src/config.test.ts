@@ -19,6 +19,17 @@ describe("configuration", () => {
     });
   });
 
+  test("V3: AUTH_* are optional: unset, payments starts without operator tokens; set, read as on the api", () => {
+    expect(loadConfig(required).auth).toBeUndefined();
+    const secret = "s".repeat(32);
+    expect(loadConfig({ ...required, AUTH_JWT_SECRET: secret, AUTH_AUDIENCE: "ops" }).auth).toEqual(
+      { jwtSecret: secret, jwksUrl: undefined, issuer: undefined, audience: "ops" },
+    );
+    expect(() => loadConfig({ ...required, AUTH_JWT_SECRET: "short" })).toThrow(
+      "AUTH_JWT_SECRET must be at least 32 characters long",
+    );
+  });
+
   test("W2: PAYMENT_WEBHOOK_SECRETS is a comma-separated list for rotation", () => {
     const config = loadConfig({
       ...required,

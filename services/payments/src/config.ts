@@ -1,4 +1,10 @@
-import { ConfigError, type Env, read, readCommonConfig } from "@commerce/shared/config";
+import {
+  ConfigError,
+  type Env,
+  read,
+  readAuthConfig,
+  readCommonConfig,
+} from "@commerce/shared/config";
 
 const minSecretLength = 16;
 
@@ -20,6 +26,8 @@ export function loadConfig(env: Env) {
     );
   return {
     ...readCommonConfig(env, { port: 3001, ratePerSecond: 100, burst: 200 }),
+    /** V3: the operator routes' tokens; undefined when unset, and those routes answer 503. */
+    auth: readAuthConfig(env, { required: false }),
     webhook: {
       secrets,
       toleranceSeconds: read.int(env, "WEBHOOK_TOLERANCE_SECONDS", 300, { min: 1, max: 86_400 }),

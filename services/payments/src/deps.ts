@@ -1,3 +1,4 @@
+import type { TokenVerifier } from "@commerce/shared/auth/token-verifier";
 import type { Sql } from "@commerce/shared/database";
 import type { Logger } from "@commerce/shared/logger";
 import type { MessageTopology } from "@commerce/shared/messages";
@@ -11,6 +12,8 @@ import type { WebhookSettings } from "./modules/notifications/service";
 export type PaymentsDeps = {
   sql: Sql;
   webhook: WebhookSettings;
+  /** Checks the operator routes' admin tokens; undefined without AUTH_* (those routes answer 503). */
+  verifyToken: TokenVerifier | undefined;
   /** Requests per source IP (429 past the budget). */
   rateLimiter: RateLimiter;
   /** Proxies in front that append to X-Forwarded-For (N2); 0 = the socket address is the client. */

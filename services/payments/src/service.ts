@@ -1,3 +1,4 @@
+import { createTokenVerifier } from "@commerce/shared/auth/token-verifier";
 import { RateLimiter } from "@commerce/shared/rate-limit";
 import { openServiceCore, type ServiceOptions } from "@commerce/shared/service-core";
 import { createApp } from "./app";
@@ -24,6 +25,7 @@ export async function createService(
   const deps: PaymentsDeps = {
     sql: core.sql,
     webhook: config.webhook,
+    verifyToken: config.auth && createTokenVerifier(config.auth),
     rateLimiter: new RateLimiter(config.rateLimit),
     trustProxy: config.trustProxy,
     topology: core.topology,
@@ -34,6 +36,10 @@ export async function createService(
     outboxWritten: () => core.relay.kick(),
     ...options.replace,
   };
+  if (!deps.verifyToken)
+    core.logger.warn(
+      "operator routes answer 503: set AUTH_JWT_SECRET or AUTH_JWKS_URL to let admin tokens in",
+    );
   const app = createApp(deps);
 
   return {

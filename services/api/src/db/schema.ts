@@ -163,6 +163,7 @@ export const paymentReviews = api.table(
   (table) => [
     index("payment_reviews_status_id_idx").on(table.status, table.id),
     index("payment_reviews_order_id_idx").on(table.orderId),
+    index("payment_reviews_notification_id_idx").on(table.notificationId),
   ],
 );
 

@@ -1,4 +1,5 @@
 import { outboxTable } from "@commerce/shared/outbox-table";
+import { sql } from "drizzle-orm";
 import { bigint, index, pgSchema, text, timestamp } from "drizzle-orm/pg-core";
 
 export const payments = pgSchema("payments");
@@ -18,7 +19,14 @@ export const notifications = payments.table(
     /** O8: the W3C traceparent of the request that delivered it; null for rows older than O8. */
     traceparent: text("traceparent"),
   },
-  (table) => [index("notifications_order_id_idx").on(table.orderId)],
+  (table) => [
+    index("notifications_order_id_idx").on(table.orderId),
+    // V3: the operator's list, newest first.
+    index("notifications_received_at_idx").on(table.receivedAt, table.id),
+  ],
 );
 
-export const outbox = outboxTable(payments);
+/** Every row carries its notification id; V3 finds a notification's message and replays by it. */
+export const outbox = outboxTable(payments, (table) => [
+  index("outbox_notification_id_idx").on(sql`(${table.payload}->>'notification_id')`),
+]);

@@ -10,6 +10,7 @@ import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { headers } from "nats";
 import { createDatabase } from "../../db";
 import { ensurePaymentConsumer, PaymentConsumer } from "./payment-consumer";
+import { applyPaymentMessage } from "./payment-inbox";
 
 let api: ApiHarness;
 let nats: NatsLink;
@@ -264,5 +265,81 @@ describe("order-paid consumer", () => {
         messages.map((m) => m.notification_id),
       )}`;
     expect(rows[0].n).toBe(30);
+  });
+});
+
+describe("a notification replayed after its processed row was lost (V3)", () => {
+  const apply = (kind: "succeeded" | "refunded" | "failed", message: PaymentMessage) =>
+    applyPaymentMessage(api.db, api.deps.topology, kind, message);
+  const forget = (notificationId: string) =>
+    api.sql`delete from api.processed_notifications where notification_id = ${notificationId}`;
+  const reviewsOf = (notificationId: string) =>
+    api.sql`select reason from api.payment_reviews where notification_id = ${notificationId}`;
+  const eventsOf = (orderId: number) =>
+    api.sql`select message_id from api.outbox where payload->>'order_id' = ${String(orderId)} order by id`;
+
+  test("V3: the payment that paid the order is a duplicate, not a duplicate_payment review; one orders.paid", async () => {
+    const order = await newOrder();
+    const message = paidMessage(order);
+    expect(await apply("succeeded", message)).toBe("paid");
+    for (let replay = 0; replay < 2; replay++) {
+      await forget(message.notification_id);
+      expect(await apply("succeeded", message)).toBe("duplicate");
+    }
+    expect((await orderRow(order.order_id)).status).toBe("paid");
+    expect(await ordersPaid(order.order_id)).toHaveLength(1);
+    expect(await reviewsOf(message.notification_id)).toHaveLength(0);
+    expect((await processed(message.notification_id)).outcome).toBe("duplicate");
+    // Another notification for the paid order is still a possible second charge.
+    const other = paidMessage(order);
+    expect(await apply("succeeded", other)).toBe("duplicate_payment");
+  });
+
+  test("V3: a refund that refunded the order, and the payment before it, stay applied once", async () => {
+    const order = await newOrder();
+    const paid = paidMessage(order);
+    const refund = paidMessage(order);
+    expect(await apply("succeeded", paid)).toBe("paid");
+    expect(await apply("refunded", refund)).toBe("refunded");
+    await forget(paid.notification_id);
+    await forget(refund.notification_id);
+    expect(await apply("refunded", refund)).toBe("duplicate");
+    expect(await apply("succeeded", paid)).toBe("duplicate");
+    expect((await orderRow(order.order_id)).status).toBe("refunded");
+    expect((await eventsOf(order.order_id)).map((e) => e.message_id)).toEqual([
+      `order-created-${order.order_id}`,
+      `order-paid-${order.order_id}`,
+      `order-refunded-${order.order_id}`,
+    ]);
+    expect(
+      await api.sql`select 1 from api.payment_reviews where order_id = ${order.order_id}`,
+    ).toHaveLength(0);
+  });
+
+  test("V3: a failed payment writes one payment_failed, and a reviewed notification one review", async () => {
+    const order = await newOrder();
+    const failed = paidMessage(order);
+    const mismatch = paidMessage(order, { amount: order.amount + 1 });
+    expect(await apply("failed", failed)).toBe("payment_failed");
+    expect(await apply("succeeded", mismatch)).toBe("mismatch");
+    await forget(failed.notification_id);
+    await forget(mismatch.notification_id);
+    expect(await apply("failed", failed)).toBe("duplicate");
+    expect(await apply("succeeded", mismatch)).toBe("duplicate");
+    const failures = (await eventsOf(order.order_id)).filter((e) =>
+      e.message_id.startsWith("order-payment_failed-"),
+    );
+    expect(failures).toHaveLength(1);
+    expect((await reviewsOf(mismatch.notification_id)).map((r) => r.reason)).toEqual(["mismatch"]);
+    expect((await orderRow(order.order_id)).status).toBe("created");
+  });
+
+  test("V3: after the api's database is restored to before the payment, the replay pays the order once", async () => {
+    const order = await newOrder();
+    const message = paidMessage(order);
+    await forget(message.notification_id);
+    expect(await apply("succeeded", message)).toBe("paid");
+    expect(await apply("succeeded", message)).toBe("duplicate");
+    expect(await ordersPaid(order.order_id)).toHaveLength(1);
   });
 });

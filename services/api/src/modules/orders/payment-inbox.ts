@@ -1,7 +1,7 @@
 import type { MessageTopology, PaymentMessage } from "@commerce/shared/messages";
 import type { TraceContext } from "@commerce/shared/tracing";
 import { and, eq } from "drizzle-orm";
-import type { Database } from "../../db";
+import type { Database, Executor } from "../../db";
 import {
   orderEvents,
   paymentReviews,
@@ -46,6 +46,27 @@ export function paymentOutcome(
   return order.status === "paid" ? "refunded" : "refund_not_applicable";
 }
 
+/** Whether the order's timeline or a review already holds this notification. */
+async function onRecord(tx: Executor, message: PaymentMessage): Promise<boolean> {
+  const [onTimeline] = await tx
+    .select({ id: orderEvents.id })
+    .from(orderEvents)
+    .where(
+      and(
+        eq(orderEvents.orderId, message.order_id),
+        eq(orderEvents.notificationId, message.notification_id),
+      ),
+    )
+    .limit(1);
+  if (onTimeline) return true;
+  const [reviewed] = await tx
+    .select({ id: paymentReviews.id })
+    .from(paymentReviews)
+    .where(eq(paymentReviews.notificationId, message.notification_id))
+    .limit(1);
+  return reviewed !== undefined;
+}
+
 /**
  * The idempotent consumer (microservices.io) of payment messages (M2): in one transaction,
  * remember the notification id (unique), lock the order, and apply L4: a move through the
@@ -68,19 +89,13 @@ export function applyPaymentMessage(
     if (!first) return "duplicate";
 
     const order = await orderRow(tx, message.order_id, { lock: true });
-    // The timeline already shows what this notification did (a replay after the api lost its
+    // What this notification did is already on record (a replay after the api lost its
     // processed-notification row): nothing to do, and certainly not a second charge.
-    const [seen] = await tx
-      .select({ id: orderEvents.id })
-      .from(orderEvents)
-      .where(
-        and(
-          eq(orderEvents.orderId, message.order_id),
-          eq(orderEvents.notificationId, message.notification_id),
-        ),
-      )
-      .limit(1);
-    const outcome = seen ? "duplicate" : paymentOutcome(kind, order, message);
+    const proposed = paymentOutcome(kind, order, message);
+    // A move cannot repeat itself (the order has left the state it moves from), so only the rest
+    // needs the look-up.
+    const moves = proposed === "paid" || proposed === "refunded";
+    const outcome = !moves && (await onRecord(tx, message)) ? "duplicate" : proposed;
     const cause = { source: "webhook" as const, notificationId: message.notification_id, trace };
     if (outcome === "duplicate") {
       // Recorded as seen; nothing else changes.

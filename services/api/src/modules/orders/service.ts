@@ -1,3 +1,4 @@
+import type { Principal } from "@commerce/shared/auth/token-verifier";
 import {
   ConflictError,
   ForbiddenError,
@@ -10,7 +11,6 @@ import type { Database, Executor } from "../../db";
 import { orderEvents, orderItems, orders, products } from "../../db/schema";
 import { offsetOf, type PageRequest, pageFromWindow } from "../../lib/paging";
 import { preparedStatements } from "../../lib/prepared";
-import type { Principal } from "../auth/service";
 import { type TimelineType, takeStock, transition, writeOrderEvent } from "./lifecycle";
 import type { Order, OrderLine, OrderStatus } from "./model";
 import { itemsOf, orderRow, toOrder, withItems } from "./order-rows";

@@ -5,13 +5,13 @@ import {
   readBodyWithin,
 } from "@commerce/shared/http/body";
 import { requestLogFields, traceOf } from "@commerce/shared/http/request-log";
-import { type MessageTopology, paymentEvents } from "@commerce/shared/messages";
 import { problems } from "@commerce/shared/openapi";
 import { clientIp } from "@commerce/shared/rate-limit";
 import { signatureHeader } from "@commerce/shared/signature";
 import { formatTraceparent, inSpan } from "@commerce/shared/tracing";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../deps";
+import { messageSubjectOf } from "../../lib/outbox-message";
 import { paymentNotification, received } from "./model";
 import {
   authenticate,
@@ -22,12 +22,6 @@ import {
   SignatureRejectedError,
   storeNotification,
 } from "./service";
-
-/** M1: the subject of the message a notification event makes, if it makes one. */
-const messageSubjectOf = (event: string, topology: MessageTopology) =>
-  Object.hasOwn(paymentEvents, event)
-    ? topology.payments[paymentEvents[event as keyof typeof paymentEvents]]
-    : undefined;
 
 /** W1, W7: 64 KiB is far above any real notification and small enough to read whole. */
 export const notificationBodyLimit = 64 * 1024;

@@ -3,6 +3,7 @@ import { type FieldError, UnauthorizedError, ValidationError } from "@commerce/s
 import { parseJsonBytes } from "@commerce/shared/http/body";
 import { type SignatureRejection, verifySignature } from "@commerce/shared/signature";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { messagePayload } from "../../lib/outbox-message";
 import { type PaymentNotification, paymentNotification } from "./model";
 
 export type WebhookSettings = { secrets: string[]; toleranceSeconds: number };
@@ -144,9 +145,7 @@ export async function storeNotification(
       returning id, order_id, amount, currency, received_at, traceparent
     ), queued as (
       insert into payments.outbox (subject, message_id, payload, headers)
-      select ${messageSubject ?? ""}, id, jsonb_build_object(
-        'notification_id', id, 'order_id', order_id, 'amount', amount, 'currency', currency,
-        'received_at', to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+      select ${messageSubject ?? ""}, id, ${messagePayload(sql)},
         case when traceparent is null then null else jsonb_build_object('traceparent', traceparent) end
       from stored where ${messageSubject !== undefined}::boolean
       returning id

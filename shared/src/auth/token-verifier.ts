@@ -1,4 +1,3 @@
-import { UnauthorizedError } from "@commerce/shared/errors";
 import {
   createRemoteJWKSet,
   type JWKSCacheInput,
@@ -7,7 +6,9 @@ import {
   jwksCache,
   jwtVerify,
 } from "jose";
+import { UnauthorizedError } from "../errors";
 
+/** Where tokens come from (A2): `AUTH_JWT_SECRET`, or `AUTH_JWKS_URL`; `AUTH_ISSUER`, `AUTH_AUDIENCE`. */
 export type AuthConfig = {
   jwtSecret?: string;
   jwksUrl?: string;
@@ -29,11 +30,8 @@ const maxRememberedMs = 5 * 60_000;
 /** A5: a subject is at most this many code points (what PostgreSQL counts in a text column). */
 const maxSubjectCodePoints = 255;
 
-export const bearerChallenge = (error?: string) =>
-  error ? `Bearer realm="api", error="${error}"` : 'Bearer realm="api"';
-
-const invalidToken = (detail: string) =>
-  new UnauthorizedError(detail, { "www-authenticate": bearerChallenge("invalid_token") });
+/** A token that is not accepted (A2, A5); the bearer plugin answers it with its challenge. */
+export class InvalidTokenError extends UnauthorizedError {}
 
 /**
  * A5: well-formed Unicode (a lone surrogate would be stored as U+FFFD, so two subjects would share
@@ -48,7 +46,10 @@ export function isUsableSubject(sub: unknown): sub is string {
   return codePoints >= 1 && codePoints <= maxSubjectCodePoints;
 }
 
-/** Verifies bearer tokens as A2 says: HS256 with the secret, or RS256/ES256 from a JWKS. */
+/**
+ * Verifies bearer tokens as A2 says: HS256 with the secret, or RS256/ES256 from a JWKS. Both
+ * services use it: the api for every route, payments for its operator routes (V3).
+ */
 export function createTokenVerifier(config: AuthConfig): TokenVerifier {
   const options: JWTVerifyOptions = {
     requiredClaims: ["exp", "sub"],
@@ -91,7 +92,7 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
     try {
       payload = await verify(token);
     } catch {
-      throw invalidToken("The bearer token is invalid or expired");
+      throw new InvalidTokenError("The bearer token is invalid or expired");
     } finally {
       // A refetched key set may have dropped the key a remembered token was signed with.
       if (keysGeneration() !== seenGeneration) {
@@ -99,7 +100,8 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
         seenGeneration = keysGeneration();
       }
     }
-    if (!isUsableSubject(payload.sub)) throw invalidToken("The bearer token has no usable subject");
+    if (!isUsableSubject(payload.sub))
+      throw new InvalidTokenError("The bearer token has no usable subject");
     const scope = typeof payload.scope === "string" ? payload.scope.split(" ") : [];
     const principal = { customerId: payload.sub, admin: scope.includes("admin") };
     if (verified.size >= maxVerifiedTokens) verified.delete(verified.keys().next().value as string);

@@ -1,0 +1,1 @@
+CREATE INDEX "payment_reviews_notification_id_idx" ON "api"."payment_reviews" USING btree ("notification_id");

@@ -1,0 +1,2 @@
+CREATE INDEX "notifications_received_at_idx" ON "payments"."notifications" USING btree ("received_at","id");--> statement-breakpoint
+CREATE INDEX "outbox_notification_id_idx" ON "payments"."outbox" USING btree (("payload"->>'notification_id'));

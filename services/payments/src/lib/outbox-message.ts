@@ -1,0 +1,17 @@
+import type { Sql } from "@commerce/shared/database";
+import { type MessageTopology, paymentEvents } from "@commerce/shared/messages";
+
+/** M1: the subject of the message a notification event makes, if it makes one. */
+export const messageSubjectOf = (event: string, topology: MessageTopology) =>
+  Object.hasOwn(paymentEvents, event)
+    ? topology.payments[paymentEvents[event as keyof typeof paymentEvents]]
+    : undefined;
+
+/**
+ * M1: a notification's message payload, built in SQL from a row with the notification's columns
+ * (`id`, `order_id`, `amount`, `currency`, `received_at`): the webhook's outbox row and every
+ * replay of it (V3) carry the same bytes.
+ */
+export const messagePayload = (sql: Sql) => sql`jsonb_build_object(
+  'notification_id', id, 'order_id', order_id, 'amount', amount, 'currency', currency,
+  'received_at', to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;

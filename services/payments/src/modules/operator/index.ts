@@ -1,0 +1,95 @@
+import { type BearerAuthOptions, bearerAuth } from "@commerce/shared/auth/bearer-auth";
+import { pageRequestOf } from "@commerce/shared/http/paging";
+import { requestIdOf } from "@commerce/shared/http/request-log";
+import { problems } from "@commerce/shared/openapi";
+import { Elysia } from "elysia";
+import type { PaymentsDeps } from "../../deps";
+import {
+  notificationDetail,
+  notificationIdParams,
+  notificationPage,
+  notificationQuery,
+  replayQueued,
+} from "./model";
+import { getNotification, listNotifications, replayNotification } from "./service";
+
+/** Every /api route but the webhook (which its signature authenticates) needs a token (V3). */
+export const operatorRealm: BearerAuthOptions = {
+  realm: "payments",
+  protects: (pathname) => pathname.startsWith("/api/") && !pathname.startsWith("/api/webhooks/"),
+};
+
+const whoMayCall = "Admin bearer token only (scope `admin`); a customer token is 403.";
+
+/**
+ * V3: what an operator asks the payments service when a customer says "I paid but my order is
+ * still pending": what arrived, whether its message went out, and a replay of that message.
+ */
+export function operatorController(deps: PaymentsDeps) {
+  const { sql, topology, logger, outboxWritten } = deps;
+  return new Elysia({ prefix: "/api/notifications", detail: { tags: ["Operator"] } })
+    .use(bearerAuth(deps.verifyToken, operatorRealm))
+    .get(
+      "",
+      ({ query }) =>
+        listNotifications(
+          sql,
+          { orderId: query.order_id, event: query.event },
+          pageRequestOf(query),
+        ),
+      {
+        auth: "admin",
+        query: notificationQuery,
+        response: { 200: notificationPage, ...problems(400, 401, 403, 503) },
+        detail: {
+          summary: "List stored payment notifications, newest first",
+          description:
+            `${whoMayCall} Optionally of one order (order_id) or one event kind (event); ` +
+            "page and per_page as every list (per_page 1 to 100, default 20). published_at is " +
+            "when the notification's message was published, null while it waits or when its " +
+            "event makes none.",
+        },
+      },
+    )
+    .get("/:id", ({ params }) => getNotification(sql, params.id), {
+      auth: "admin",
+      params: notificationIdParams,
+      response: { 200: notificationDetail, ...problems(400, 401, 403, 404, 503) },
+      detail: {
+        summary: "Read one stored notification with its raw body and its message's fate",
+        description:
+          `${whoMayCall} raw_body is the request body exactly as received; message is the ` +
+          "message the webhook queued (subject, message id, when published) or null; replays " +
+          "lists every replay an operator asked for.",
+      },
+    })
+    .post(
+      "/:id/replay",
+      async ({ params, principal, request, status }) => {
+        const queued = await replayNotification(sql, topology, params.id);
+        outboxWritten();
+        logger.info("notification replay", {
+          request_id: requestIdOf(request),
+          notification_id: queued.notification_id,
+          message_id: queued.message_id,
+          subject: queued.subject,
+          by: principal.customerId,
+        });
+        return status(202, queued);
+      },
+      {
+        auth: "admin",
+        params: notificationIdParams,
+        response: { 202: replayQueued, ...problems(400, 401, 403, 404, 409, 503) },
+        detail: {
+          summary: "Publish a notification's message again",
+          description:
+            `${whoMayCall} Queues the message again with the same payload (and so the same ` +
+            "notification id) under a message id of its own, so the stream's duplicate window " +
+            "does not swallow it; the api applies a notification id at most once, so a replay " +
+            "only changes an order whose payment the api has not applied. 202: queued; the " +
+            "relay publishes it at once, or when NATS is back. 409: the event makes no message.",
+        },
+      },
+    );
+}

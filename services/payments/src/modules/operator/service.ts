@@ -1,0 +1,146 @@
+import type { Sql } from "@commerce/shared/database";
+import { ConflictError, NotFoundError } from "@commerce/shared/errors";
+import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/http/paging";
+import type { MessageTopology } from "@commerce/shared/messages";
+import { messagePayload, messageSubjectOf } from "../../lib/outbox-message";
+import type { NotificationDetail, NotificationSummary, ReplayQueued } from "./model";
+
+type NotificationRow = {
+  id: string;
+  event: string;
+  // bigint columns arrive from postgres.js as text.
+  order_id: string;
+  amount: string;
+  currency: string;
+  received_at: string;
+  source_ip: string;
+  published_at: string | null;
+};
+
+type MessageRow = {
+  subject: string;
+  message_id: string;
+  created_at: string;
+  published_at: string | null;
+};
+
+export type NotificationFilter = { orderId?: number; event?: string };
+
+/** A timestamp as the API writes it: ISO 8601 UTC with milliseconds, whatever the driver's parsing. */
+const iso = (sql: Sql, column: string) =>
+  sql`to_char(${sql(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+const toSummary = (row: NotificationRow): NotificationSummary => ({
+  id: row.id,
+  event: row.event,
+  order_id: Number(row.order_id),
+  amount: Number(row.amount),
+  currency: row.currency,
+  received_at: row.received_at,
+  source_ip: row.source_ip,
+  published_at: row.published_at,
+  // The trace context is not stored yet.
+  trace_id: null,
+});
+
+const whereOf = (sql: Sql, { orderId, event }: NotificationFilter) =>
+  sql`where true
+    ${orderId === undefined ? sql`` : sql`and order_id = ${orderId}`}
+    ${event === undefined ? sql`` : sql`and event = ${event}`}`;
+
+/**
+ * V3: a page of stored notifications, newest first, each with when the message the webhook
+ * queued for it was published. The page is cut first, so only its rows look up their message.
+ */
+export async function listNotifications(sql: Sql, filter: NotificationFilter, paging: PageRequest) {
+  const rows = await sql<(NotificationRow & { total: number })[]>`
+    with page as (
+      select id, event, order_id, amount, currency, received_at, source_ip,
+        count(*) over ()::int as total
+      from payments.notifications ${whereOf(sql, filter)}
+      order by received_at desc, id desc
+      limit ${paging.perPage} offset ${offsetOf(paging)}
+    ), published as (
+      select page.*, (
+        select o.published_at from payments.outbox o
+        where o.payload->>'notification_id' = page.id and o.message_id = page.id
+        order by o.id limit 1
+      ) as published_at
+      from page
+    )
+    select id, event, order_id, amount, currency, ${iso(sql, "received_at")} as received_at,
+      source_ip, ${iso(sql, "published_at")} as published_at, total
+    from published order by published.received_at desc, id desc`;
+  return pageFromWindow(
+    rows,
+    () =>
+      sql<{ total: number }[]>`
+        select count(*)::int as total from payments.notifications ${whereOf(sql, filter)}`,
+    paging,
+    toSummary,
+  );
+}
+
+/** V3: one notification with its raw body, the message the webhook queued and every replay. */
+export async function getNotification(sql: Sql, id: string): Promise<NotificationDetail> {
+  const [row] = await sql<(Omit<NotificationRow, "published_at"> & { raw_body: string })[]>`
+    select id, event, order_id, amount, currency, ${iso(sql, "received_at")} as received_at,
+      source_ip, raw_body
+    from payments.notifications where id = ${id}`;
+  if (!row) throw new NotFoundError(`Notification ${id} does not exist`);
+  const messages = await sql<MessageRow[]>`
+    select subject, message_id, ${iso(sql, "created_at")} as created_at,
+      ${iso(sql, "published_at")} as published_at
+    from payments.outbox where payload->>'notification_id' = ${id} order by id`;
+  const asMessage = (message: MessageRow) => ({
+    subject: message.subject,
+    message_id: message.message_id,
+    published_at: message.published_at,
+  });
+  const original = messages.find((message) => message.message_id === id);
+  return {
+    ...toSummary({ ...row, published_at: original?.published_at ?? null }),
+    raw_body: row.raw_body,
+    message: original ? asMessage(original) : null,
+    replays: messages
+      .filter((message) => message !== original)
+      .map((message) => ({
+        ...asMessage(message),
+        requested_at: message.created_at,
+      })),
+  };
+}
+
+/**
+ * V3: queues the notification's message again, with the payload the webhook queued (the same
+ * notification id) under a message id of its own, `<notification id>:replay:<outbox row id>`.
+ * JetStream drops a repeated Nats-Msg-Id for 24 hours, so reusing the notification id would make
+ * a replay vanish just when it is most needed; a new id always reaches the consumer, whose
+ * idempotency on the payload's notification id (M2) makes it harmless where it was applied.
+ */
+export async function replayNotification(
+  sql: Sql,
+  topology: MessageTopology,
+  id: string,
+): Promise<ReplayQueued> {
+  const [notification] = await sql<{ event: string }[]>`
+    select event from payments.notifications where id = ${id}`;
+  if (!notification) throw new NotFoundError(`Notification ${id} does not exist`);
+  const subject = messageSubjectOf(notification.event, topology);
+  if (!subject)
+    throw new ConflictError(
+      `Notification ${id} is a ${notification.event}, which makes no message to replay`,
+    );
+  const [queued] = await sql<{ message_id: string; created_at: string }[]>`
+    insert into payments.outbox (id, subject, message_id, payload)
+    select row_id, ${subject}, id || ':replay:' || row_id, ${messagePayload(sql)}
+    from payments.notifications, nextval(pg_get_serial_sequence('payments.outbox', 'id')) as row_id
+    where id = ${id}
+    returning message_id, ${iso(sql, "created_at")} as created_at`;
+  return {
+    notification_id: id,
+    subject,
+    message_id: queued.message_id,
+    requested_at: queued.created_at,
+  };
+}

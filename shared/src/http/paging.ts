@@ -1,0 +1,45 @@
+import { t } from "elysia";
+import { integer, urlInt } from "./fields";
+
+/** `page` and `per_page` as P1 defines them; every paginated list of both services takes them. */
+export const pageQuery = {
+  page: t.Optional(urlInt("query", "page", 1, 1_000_000, { default: 1 })),
+  per_page: t.Optional(urlInt("query", "per_page", 1, 100, { default: 20 })),
+};
+
+/** The list envelope (P1) around items of one schema. */
+export const page = <T extends Parameters<typeof t.Array>[0]>(item: T) =>
+  t.Object({
+    items: t.Array(item),
+    page: integer(),
+    pages: integer(),
+    per_page: integer(),
+    total: integer(),
+  });
+
+export type PageRequest = { page: number; perPage: number };
+
+export const pageRequestOf = (query: { page?: number; per_page?: number }): PageRequest => ({
+  page: query.page ?? 1,
+  perPage: query.per_page ?? 20,
+});
+
+export const offsetOf = ({ page, perPage }: PageRequest) => (page - 1) * perPage;
+
+export function pageOf<T>(items: T[], total: number, { page, perPage }: PageRequest) {
+  return { items, page, pages: Math.ceil(total / perPage), per_page: perPage, total };
+}
+
+/**
+ * A page read with `count(*) over ()`: its rows carry the total, except a page past the end,
+ * which has no rows to carry it, so `countAll` is asked instead.
+ */
+export async function pageFromWindow<Row extends { total: number }, Item>(
+  rows: Row[],
+  countAll: () => Promise<{ total: number }[]>,
+  paging: PageRequest,
+  toItem: (row: Row) => Item,
+) {
+  const total = rows[0]?.total ?? (await countAll())[0].total;
+  return pageOf(rows.map(toItem), total, paging);
+}
