@@ -126,7 +126,7 @@ describe("operator routes: reading", () => {
       received_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
       source_ip: expect.any(String),
       published_at: null,
-      trace_id: null,
+      trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
     });
 
     const succeeded = await call(
@@ -183,7 +183,7 @@ describe("operator routes: reading", () => {
       amount: 1999,
       raw_body: raw,
       published_at: null,
-      trace_id: null,
+      trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
       message: {
         subject: payments.topology.payments.orderPaid,
         message_id: id,

@@ -2,6 +2,7 @@ import type { Sql } from "@commerce/shared/database";
 import { ConflictError, NotFoundError } from "@commerce/shared/errors";
 import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/http/paging";
 import type { MessageTopology } from "@commerce/shared/messages";
+import { parseTraceparent } from "@commerce/shared/tracing";
 import { messagePayload, messageSubjectOf } from "../../lib/outbox-message";
 import type { NotificationDetail, NotificationSummary, ReplayQueued } from "./model";
 
@@ -15,6 +16,7 @@ type NotificationRow = {
   received_at: string;
   source_ip: string;
   published_at: string | null;
+  traceparent: string | null;
 };
 
 type MessageRow = {
@@ -39,8 +41,7 @@ const toSummary = (row: NotificationRow): NotificationSummary => ({
   received_at: row.received_at,
   source_ip: row.source_ip,
   published_at: row.published_at,
-  // The trace context is not stored yet.
-  trace_id: null,
+  trace_id: parseTraceparent(row.traceparent)?.traceId ?? null,
 });
 
 const whereOf = (sql: Sql, { orderId, event }: NotificationFilter) =>
@@ -55,7 +56,7 @@ const whereOf = (sql: Sql, { orderId, event }: NotificationFilter) =>
 export async function listNotifications(sql: Sql, filter: NotificationFilter, paging: PageRequest) {
   const rows = await sql<(NotificationRow & { total: number })[]>`
     with page as (
-      select id, event, order_id, amount, currency, received_at, source_ip,
+      select id, event, order_id, amount, currency, received_at, source_ip, traceparent,
         count(*) over ()::int as total
       from payments.notifications ${whereOf(sql, filter)}
       order by received_at desc, id desc
@@ -69,7 +70,7 @@ export async function listNotifications(sql: Sql, filter: NotificationFilter, pa
       from page
     )
     select id, event, order_id, amount, currency, ${iso(sql, "received_at")} as received_at,
-      source_ip, ${iso(sql, "published_at")} as published_at, total
+      source_ip, ${iso(sql, "published_at")} as published_at, traceparent, total
     from published order by published.received_at desc, id desc`;
   return pageFromWindow(
     rows,
@@ -85,7 +86,7 @@ export async function listNotifications(sql: Sql, filter: NotificationFilter, pa
 export async function getNotification(sql: Sql, id: string): Promise<NotificationDetail> {
   const [row] = await sql<(Omit<NotificationRow, "published_at"> & { raw_body: string })[]>`
     select id, event, order_id, amount, currency, ${iso(sql, "received_at")} as received_at,
-      source_ip, raw_body
+      source_ip, traceparent, raw_body
     from payments.notifications where id = ${id}`;
   if (!row) throw new NotFoundError(`Notification ${id} does not exist`);
   const messages = await sql<MessageRow[]>`
@@ -132,8 +133,9 @@ export async function replayNotification(
       `Notification ${id} is a ${notification.event}, which makes no message to replay`,
     );
   const [queued] = await sql<{ message_id: string; created_at: string }[]>`
-    insert into payments.outbox (id, subject, message_id, payload)
-    select row_id, ${subject}, id || ':replay:' || row_id, ${messagePayload(sql)}
+    insert into payments.outbox (id, subject, message_id, payload, headers)
+    select row_id, ${subject}, id || ':replay:' || row_id, ${messagePayload(sql)},
+      case when traceparent is null then null else jsonb_build_object('traceparent', traceparent) end
     from payments.notifications, nextval(pg_get_serial_sequence('payments.outbox', 'id')) as row_id
     where id = ${id}
     returning message_id, ${iso(sql, "created_at")} as created_at`;
