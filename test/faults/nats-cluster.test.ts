@@ -109,27 +109,22 @@ async function killNode(role: "leader" | "follower"): Promise<NodeLoss> {
   const since = (startedAt: number) => Math.round(performance.now() - startedAt);
 
   let leaderAfter = "";
-  const leaderElected = await timeUntil(
-    async () => {
-      leaderAfter = (await jsm.streams.info(stream).catch(() => undefined))?.cluster?.leader ?? "";
-      return leaderAfter !== "" && leaderAfter !== victim;
-    },
-    30_000,
-    "a PAYMENTS leader on a live node",
-  ).then(() => since(killedAt));
+  const leaderElected = async () => {
+    leaderAfter = (await jsm.streams.info(stream).catch(() => undefined))?.cluster?.leader ?? "";
+    return leaderAfter !== "" && leaderAfter !== victim;
+  };
   const publishedSinceKill = async (schema: "payments" | "api") =>
     (
       await stack.sql`select count(*)::int as n from ${stack.sql(schema)}.outbox
         where published_at > ${killedWall}`
     )[0].n > 0;
-  const [paymentsAgain, ordersAgain] = await Promise.all([
-    timeUntil(() => publishedSinceKill("payments"), 60_000, "a payments message published").then(
-      () => since(killedAt),
-    ),
-    timeUntil(() => publishedSinceKill("api"), 60_000, "an orders.paid published").then(() =>
-      since(killedAt),
-    ),
-  ]);
+  const [leaderElectedMs, paymentsAgain, ordersAgain] = await Promise.all(
+    [
+      timeUntil(leaderElected, 30_000, "a PAYMENTS leader on a live node"),
+      timeUntil(() => publishedSinceKill("payments"), 60_000, "a payments message published"),
+      timeUntil(() => publishedSinceKill("api"), 60_000, "an orders.paid published"),
+    ].map((waited) => waited.then(() => since(killedAt))),
+  );
 
   await Bun.sleep(Math.max(0, degradedForMs - since(killedAt)));
   const restartedAfter = since(killedAt);
@@ -142,7 +137,7 @@ async function killNode(role: "leader" | "follower"): Promise<NodeLoss> {
     consumer_leader: otherLeaders[1],
     leader_after: leaderAfter,
     clients_on_victim: clients,
-    leader_elected_ms: leaderElected,
+    leader_elected_ms: leaderElectedMs,
     payments_published_again_ms: paymentsAgain,
     orders_paid_published_again_ms: ordersAgain,
     restarted_after_ms: restartedAfter,
