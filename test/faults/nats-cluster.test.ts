@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { ensureStream } from "@commerce/shared/nats";
+import { ensureConsumer, ensureStream } from "@commerce/shared/nats";
 import { unique } from "@commerce/testing/basics";
 import { PrivateNatsCluster } from "@commerce/testing/nats-server";
 import { type Stack, succeeded } from "@commerce/testing/processes";
@@ -242,12 +242,18 @@ describe("a three-node NATS cluster with R3 streams", () => {
     expect(consumer.cluster?.replicas).toHaveLength(2);
   });
 
-  test("X1: raising STREAM_REPLICAS from 1 to 3 on an existing stream replicates it", async () => {
+  test("X1: raising STREAM_REPLICAS from 1 to 3 on an existing stream replicates it and its consumer", async () => {
     const jsm = await env.stack.nats.manager();
     const name = unique("R");
     const spec = { name, subjects: [`${name}.>`] };
     try {
       await ensureStream(jsm, { ...spec, replicas: 1 });
+      await ensureConsumer(jsm, {
+        stream: name,
+        durable: "d",
+        filterSubject: `${name}.>`,
+        ackWaitMs: 30_000,
+      });
       await env.stack.nats.jetstream()?.publish(`${name}.x`, new Uint8Array([1]));
       expect((await jsm.streams.info(name)).config.num_replicas).toBe(1);
       await ensureStream(jsm, { ...spec, replicas: 3 });
@@ -259,6 +265,11 @@ describe("a three-node NATS cluster with R3 streams", () => {
       const info = await jsm.streams.info(name);
       expect(info.config.num_replicas).toBe(3);
       expect(info.state.messages).toBe(1);
+      await timeUntil(
+        async () => (await jsm.consumers.info(name, "d")).cluster?.replicas?.length === 2,
+        10_000,
+        "the consumer on three nodes",
+      );
     } finally {
       await jsm.streams.delete(name).catch(() => {});
     }
