@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, readAuthConfig, readCommonConfig } from "./config";
+import { ConfigError, natsServers, readAuthConfig, readCommonConfig } from "./config";
 
 const defaults = { port: 3000, ratePerSecond: 50, burst: 100 };
 
@@ -68,9 +68,40 @@ describe("configuration", () => {
       "NATS_URL must not carry credentials when NATS_USER is set",
     ],
     [{ DATABASE_URL: "postgres://u@h/db", NATS_URL: "nats://api:@nats:4222" }, "NATS_URL has"],
+    [{ DATABASE_URL: "postgres://u@h/db", NATS_URL: "nats://a:4222,,nats://b:4222" }, "NATS_URL"],
+    [
+      { DATABASE_URL: "postgres://u@h/db", NATS_URL: "nats://u:a@n1:4222,nats://u:b@n2:4222" },
+      "NATS_URL lists different credentials",
+    ],
+    [{ DATABASE_URL: "postgres://u@h/db", STREAM_REPLICAS: "0" }, "STREAM_REPLICAS must be"],
+    [{ DATABASE_URL: "postgres://u@h/db", STREAM_REPLICAS: "6" }, "STREAM_REPLICAS must be"],
+    [{ DATABASE_URL: "postgres://u@h/db", STREAM_REPLICAS: "three" }, "STREAM_REPLICAS must be"],
   ])("a bad setting %j stops with one line naming the variable", (env, message) => {
     expect(() => readCommonConfig(env, defaults)).toThrow(ConfigError);
     expect(() => readCommonConfig(env, defaults)).toThrow(message);
+  });
+
+  describe("X1: a NATS cluster", () => {
+    const base = { DATABASE_URL: "postgres://u@h/db" };
+
+    test("STREAM_REPLICAS is 1 unless set, at most 5", () => {
+      expect(readCommonConfig(base, defaults).streamReplicas).toBe(1);
+      expect(readCommonConfig({ ...base, STREAM_REPLICAS: "3" }, defaults).streamReplicas).toBe(3);
+    });
+
+    test("NATS_URL lists the cluster's servers, comma-separated; credentials come out of each", () => {
+      const config = readCommonConfig(
+        { ...base, NATS_URL: "nats://api:pw@n1:4222, nats://api:pw@n2:4222,nats://n3:4222" },
+        defaults,
+      );
+      expect(config.natsUrl).toBe("nats://n1:4222,nats://n2:4222,nats://n3:4222");
+      expect(natsServers(config.natsUrl)).toEqual([
+        "nats://n1:4222",
+        "nats://n2:4222",
+        "nats://n3:4222",
+      ]);
+      expect(config.natsCredentials).toEqual({ user: "api", pass: "pw" });
+    });
   });
 
   describe("N1: NATS credentials", () => {

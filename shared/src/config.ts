@@ -88,26 +88,12 @@ function natsPrefix(env: Env): string {
 
 export type NatsCredentials = { user: string; pass: string } | { token: string };
 
-/**
- * NATS_URL and the credentials to connect with (N1): NATS_USER and NATS_PASSWORD, or the user
- * information of NATS_URL (`nats://user:pass@host:4222`, or `nats://token@host:4222`). The `nats`
- * client ignores a URL's user information, so it is taken out here and passed as options; the URL
- * left behind carries no secret.
- */
-export function natsConnection(env: Env): { natsUrl: string; natsCredentials?: NatsCredentials } {
-  const raw = read.string(env, "NATS_URL", "nats://127.0.0.1:4222");
-  const user = read.optional(env, "NATS_USER");
-  const pass = read.optional(env, "NATS_PASSWORD");
-  if ((user === undefined) !== (pass === undefined))
-    throw new ConfigError("NATS_USER and NATS_PASSWORD must be set together");
-  const at = raw.lastIndexOf("@");
-  if (at < 0) return { natsUrl: raw, natsCredentials: user && pass ? { user, pass } : undefined };
-
-  const scheme = raw.match(/^[a-z][a-z0-9+.-]*:\/\//i)?.[0] ?? "";
-  const userInfo = raw.slice(scheme.length, at);
-  const natsUrl = scheme + raw.slice(at + 1);
-  if (user !== undefined)
-    throw new ConfigError("NATS_URL must not carry credentials when NATS_USER is set");
+/** One NATS_URL entry: the URL without its user information, and the credentials it carried. */
+function splitUserInfo(entry: string): { url: string; credentials?: NatsCredentials } {
+  const at = entry.lastIndexOf("@");
+  if (at < 0) return { url: entry };
+  const scheme = entry.match(/^[a-z][a-z0-9+.-]*:\/\//i)?.[0] ?? "";
+  const userInfo = entry.slice(scheme.length, at);
   const colon = userInfo.indexOf(":");
   let decoded: string[];
   try {
@@ -120,8 +106,8 @@ export function natsConnection(env: Env): { natsUrl: string; natsCredentials?: N
   const [name = "", secret] = decoded;
   if (name === "" || secret === "") throw new ConfigError("NATS_URL has empty credentials");
   return {
-    natsUrl,
-    natsCredentials: secret === undefined ? { token: name } : { user: name, pass: secret },
+    url: scheme + entry.slice(at + 1),
+    credentials: secret === undefined ? { token: name } : { user: name, pass: secret },
   };
 }
 
@@ -152,6 +138,39 @@ export function readAuthConfig(
   };
 }
 
+/**
+ * NATS_URL and the credentials to connect with (N1): NATS_USER and NATS_PASSWORD, or the user
+ * information of NATS_URL (`nats://user:pass@host:4222`, or `nats://token@host:4222`). The `nats`
+ * client ignores a URL's user information, so it is taken out here and passed as options; the URL
+ * left behind carries no secret. NATS_URL may list the servers of a cluster, comma-separated (X1);
+ * the client connects to any of them and moves to another when it goes away.
+ */
+export function natsConnection(env: Env): { natsUrl: string; natsCredentials?: NatsCredentials } {
+  const raw = read.string(env, "NATS_URL", "nats://127.0.0.1:4222");
+  const user = read.optional(env, "NATS_USER");
+  const pass = read.optional(env, "NATS_PASSWORD");
+  if ((user === undefined) !== (pass === undefined))
+    throw new ConfigError("NATS_USER and NATS_PASSWORD must be set together");
+  const entries = raw.split(",").map((entry) => entry.trim());
+  if (entries.some((entry) => entry === ""))
+    throw new ConfigError("NATS_URL must be one URL or a comma-separated list of URLs");
+  const parsed = entries.map(splitUserInfo);
+  const natsUrl = parsed.map((entry) => entry.url).join(",");
+  const inUrl = parsed.flatMap((entry) => (entry.credentials ? [entry.credentials] : []));
+  if (inUrl.length === 0)
+    return { natsUrl, natsCredentials: user && pass ? { user, pass } : undefined };
+  if (user !== undefined)
+    throw new ConfigError("NATS_URL must not carry credentials when NATS_USER is set");
+  // The client has one set of credentials for every server it may connect to.
+  if (inUrl.some((c) => JSON.stringify(c) !== JSON.stringify(inUrl[0])))
+    throw new ConfigError("NATS_URL lists different credentials for its servers; use one set");
+  return { natsUrl, natsCredentials: inUrl[0] };
+}
+
+/** The servers of a NATS_URL list (`natsConnection`'s `natsUrl`), for the client's `servers`. */
+export const natsServers = (natsUrl: string): string[] =>
+  natsUrl.split(",").map((entry) => entry.trim());
+
 /** Settings both services share. */
 export function readCommonConfig(
   env: Env,
@@ -162,6 +181,8 @@ export function readCommonConfig(
     databaseUrl: read.url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
     ...natsConnection(env),
     natsPrefix: natsPrefix(env),
+    // X1: 3 in a three-node cluster survives losing one node; a single server holds only 1.
+    streamReplicas: read.int(env, "STREAM_REPLICAS", 1, { min: 1, max: 5 }),
     rateLimit: {
       ratePerSecond: read.int(env, "RATE_LIMIT_RPS", defaults.ratePerSecond),
       burst: read.int(env, "RATE_LIMIT_BURST", defaults.burst),

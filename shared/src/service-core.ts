@@ -6,7 +6,7 @@ import { runSteps } from "./lifecycle";
 import { createLogger, describeError, type LogSink } from "./logger";
 import { type MessageTopology, messageTopology, streamsOf } from "./messages";
 import { Metrics } from "./metrics";
-import { ensureStream, NatsLink } from "./nats";
+import { ensureStream, NatsLink, StreamReplicasError } from "./nats";
 import type { ReadinessCheck } from "./operational-routes";
 import { OutboxRelay } from "./outbox";
 import { createTracer } from "./tracing";
@@ -66,7 +66,16 @@ export async function openServiceCore(
     logger,
     async (link) => {
       const jsm = await link.manager();
-      for (const stream of streamsOf(topology)) await ensureStream(jsm, stream);
+      for (const stream of streamsOf(topology))
+        await ensureStream(jsm, { ...stream, replicas: config.streamReplicas }).catch((error) => {
+          // X1: a stream that exists works with its old replica count, so carry on; a stream the
+          // server would not create fails the setup, which NatsLink logs and tries again.
+          if (!(error instanceof StreamReplicasError && error.kept !== undefined)) throw error;
+          logger.error("nats stream replicas not changed", {
+            stream: stream.name,
+            ...describeError(error),
+          });
+        });
       await parts.onNatsConnect?.(jsm);
       relay.kick();
     },

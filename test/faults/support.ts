@@ -5,13 +5,18 @@ import { type PlacedOrder, type Stack, startStack } from "@commerce/testing/proc
 import postgres from "postgres";
 import type { Delivery } from "./provider";
 
+type NatsServer = { url: string; start(): Promise<void>; dispose(): Promise<void> };
+
 /**
- * Both services as real processes on a private PostgreSQL cluster and a private nats-server, so
- * the test may stop, kill and restart any of them, and every table count is the test's own.
+ * Both services as real processes on a private PostgreSQL cluster and a private nats-server (or
+ * the test's own NATS, e.g. a `PrivateNatsCluster`), so the test may stop, kill and restart any of
+ * them, and every table count is the test's own.
  */
-export async function startFaultStack(options: Parameters<typeof startStack>[0] = {}) {
+export async function startFaultStack<Nats extends NatsServer = PrivateNats>(
+  options: Parameters<typeof startStack>[0] = {},
+  nats: Nats = new PrivateNats() as NatsServer as Nats,
+) {
   const postgres = new PrivatePostgres();
-  const nats = new PrivateNats();
   try {
     await Promise.all([postgres.start(), nats.start()]);
     const stack = await startStack({ ...options, databaseUrl: postgres.url, natsUrl: nats.url });

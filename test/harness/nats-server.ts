@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import type { Subprocess } from "bun";
-import { freePort } from "./basics";
+import { connect } from "nats";
+import { eventually, freePort } from "./basics";
 
 export type PrivateNatsOptions = {
   /**
@@ -14,6 +15,8 @@ export type PrivateNatsOptions = {
   env?: Record<string, string>;
   /** More command-line arguments, e.g. `-DV` to trace every message into the log. */
   args?: string[];
+  /** The client port; default a free one, kept across restarts. */
+  port?: number;
 };
 
 /**
@@ -26,7 +29,14 @@ export class PrivateNats {
   readonly logFile = join(this.storeDir, "nats-server.log");
   port = 0;
 
-  constructor(private readonly options: PrivateNatsOptions = {}) {}
+  constructor(private readonly options: PrivateNatsOptions = {}) {
+    this.port = options.port ?? 0;
+  }
+
+  /** Whether the process is running. */
+  get running(): boolean {
+    return this.process !== undefined && this.process.exitCode === null && !this.process.killed;
+  }
 
   get url(): string {
     return `nats://127.0.0.1:${this.port}`;
@@ -73,13 +83,106 @@ export class PrivateNats {
     throw new Error("private nats-server did not start");
   }
 
-  async stop(): Promise<void> {
-    this.process?.kill("SIGTERM");
+  /** SIGTERM stops it cleanly; SIGKILL is a crash. */
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+    this.process?.kill(signal);
     await this.process?.exited;
   }
 
   async dispose(): Promise<void> {
     await this.stop();
     rmSync(this.storeDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Three private `nats-server -js` on loopback, routed to each other as one cluster, each with its
+ * own store directory and server name (`n1`..`n3`), so a test may kill and restart any node.
+ * `url` lists all three, as a service's NATS_URL would.
+ */
+export class PrivateNatsCluster {
+  readonly nodes: PrivateNats[] = [];
+  readonly names = ["n1", "n2", "n3"];
+  private readonly clusterName = `c${crypto.randomUUID().slice(0, 8)}`;
+
+  get url(): string {
+    return this.nodes.map((node) => node.url).join(",");
+  }
+
+  /** The node that runs as server `name`. */
+  node(name: string): PrivateNats {
+    const node = this.nodes[this.names.indexOf(name)];
+    if (!node) throw new Error(`no node ${name}`);
+    return node;
+  }
+
+  private monitorPorts: number[] = [];
+
+  async start(): Promise<void> {
+    const routePorts = await Promise.all(this.names.map(() => freePort()));
+    const ports = await Promise.all(this.names.map(() => freePort()));
+    this.monitorPorts = await Promise.all(this.names.map(() => freePort()));
+    const routes = routePorts.map((port) => `nats://127.0.0.1:${port}`).join(",");
+    this.nodes.push(
+      ...this.names.map(
+        (name, i) =>
+          new PrivateNats({
+            port: ports[i],
+            args: [
+              "--server_name",
+              name,
+              "--cluster_name",
+              this.clusterName,
+              "--cluster",
+              `nats://127.0.0.1:${routePorts[i]}`,
+              "--routes",
+              routes,
+              "--http_port",
+              String(this.monitorPorts[i]),
+            ],
+          }),
+      ),
+    );
+    await Promise.all(this.nodes.map((node) => node.start()));
+    await this.jetStreamReady();
+  }
+
+  /** Waits until JetStream answers through the cluster, i.e. it has a meta leader. */
+  async jetStreamReady(timeoutMs = 30_000): Promise<void> {
+    const running = this.nodes.filter((node) => node.running);
+    const nc = await connect({ servers: running.map((node) => node.url), reconnect: false });
+    try {
+      await eventually(
+        async () => {
+          try {
+            // Only the meta leader answers account information.
+            await (await nc.jetstreamManager()).getAccountInfo();
+            return true;
+          } catch {
+            return undefined;
+          }
+        },
+        timeoutMs,
+        "a JetStream meta leader",
+      );
+    } finally {
+      await nc.close();
+    }
+  }
+
+  /** The names of the clients connected to node `name` (a service connects as its own name). */
+  async clientsOf(name: string): Promise<string[]> {
+    const port = this.monitorPorts[this.names.indexOf(name)];
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/connz`);
+      const { connections = [] } = (await response.json()) as { connections?: { name?: string }[] };
+      return connections.map((c) => c.name ?? "");
+    } catch {
+      return [];
+    }
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.dispose()));
   }
 }

@@ -27,6 +27,7 @@ export type PaymentConsumerDeps = {
 
 const decoder = new TextDecoder();
 const maxBackoffMs = 30_000;
+const pullExpiresMs = 5_000;
 
 /** Declares the durable consumer of every payment event (idempotent, so on every connect). */
 export const ensurePaymentConsumer = (
@@ -99,7 +100,10 @@ export class PaymentConsumer {
           topology.payments.stream,
           topology.paymentEventsConsumer,
         );
-        this.messages = await consumer.consume({ max_messages: 64 });
+        // X1: after losing its NATS node or the consumer's leader the client re-pulls only after
+        // missed heartbeats (expires / 2) or a failed info check (retried every `expires`), so
+        // 5 s instead of nats.js's 30 s is how long messages wait after a cluster fail-over.
+        this.messages = await consumer.consume({ max_messages: 64, expires: pullExpiresMs });
         for await (const message of this.messages) {
           this.inFlight = this.handle(message);
           await this.inFlight;
