@@ -32,6 +32,6 @@ describe("NATS outage", () => {
     await nats.start();
     for (const order of orders) await stack.paid(order.order_id, 30_000);
     for (const order of orders)
-      expect(await stack.ordersPaidMessages(order.order_id)).toHaveLength(1);
+      expect(await stack.publishedOrdersPaid(order.order_id)).toHaveLength(1);
   });
 });

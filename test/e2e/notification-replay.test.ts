@@ -115,7 +115,7 @@ describe("replaying a notification's message (api and payments as processes)", (
     const marker = await paidOrder();
     expect(await appliedAs(marker.id)).toBe("paid");
     expect(await stack.orderStatus(order.order_id)).toBe("paid");
-    expect(await stack.ordersPaidMessages(order.order_id)).toHaveLength(1);
+    expect(await stack.publishedOrdersPaid(order.order_id)).toHaveLength(1);
     expect(await apiOutboxPaid(order)).toBe(1);
     expect(await reviewsOf(id)).toBe(0);
 

@@ -117,7 +117,7 @@ describe("order paid, end to end over NATS JetStream", () => {
       await stack.sql`select count(*)::int as n from payments.notifications where order_id = ${order.order_id}`;
     expect(n).toBe(1);
     await Bun.sleep(300);
-    expect(await stack.ordersPaidMessages(order.order_id)).toHaveLength(1);
+    expect(await stack.publishedOrdersPaid(order.order_id)).toHaveLength(1);
   });
 
   test("M2: amount mismatch and unknown order do not pay; the cases are kept for review", async () => {
@@ -150,7 +150,7 @@ describe("order paid, end to end over NATS JetStream", () => {
     expect(hook.status).toBe(200);
     await stack.paid(order.order_id);
     await Bun.sleep(500);
-    expect(await stack.ordersPaidMessages(order.order_id)).toHaveLength(1);
+    expect(await stack.publishedOrdersPaid(order.order_id)).toHaveLength(1);
   });
 
   test("W6, M2: with the api stopped, accepted notifications are all paid once it returns", async () => {
@@ -162,6 +162,6 @@ describe("order paid, end to end over NATS JetStream", () => {
     await stack.api.start();
     for (const order of orders) await stack.paid(order.order_id);
     for (const order of orders)
-      expect(await stack.ordersPaidMessages(order.order_id)).toHaveLength(1);
+      expect(await stack.publishedOrdersPaid(order.order_id)).toHaveLength(1);
   });
 });

@@ -72,7 +72,7 @@ describe("STREAM_REPLICAS on a single nats-server", () => {
     // What a single server can hold: the next retry finds the streams, keeps them R1, carries on.
     for (const stream of streamsOf(topology)) await ensureStream(jsm, stream);
     await stack.paid(order.order_id, 30_000);
-    expect(await stack.ordersPaidMessages(order.order_id)).toHaveLength(1);
+    expect(await stack.publishedOrdersPaid(order.order_id)).toHaveLength(1);
     await eventually(
       async () => (logged('"nats stream replicas not changed"') ? true : undefined),
       10_000,

@@ -244,6 +244,21 @@ export async function startStack({
 
     allOrdersPaidMessages,
 
+    /**
+     * The orders.paid messages for one order, once at least one is there: the relay publishes
+     * right after the move commits, so a test that saw the order paid may be a moment early.
+     */
+    async publishedOrdersPaid(orderId: number, timeoutMs = 10_000): Promise<OrderEvent[]> {
+      return eventually(
+        async () => {
+          const found = (await allOrdersPaidMessages()).filter((m) => m.order_id === orderId);
+          return found.length ? found : undefined;
+        },
+        timeoutMs,
+        `orders.paid of order ${orderId}`,
+      );
+    },
+
     /** One more process of a service with the stack's settings (plus `env`), e.g. an api replica. */
     async replica(name: ServiceName, env: Record<string, string> = {}): Promise<ServiceProcess> {
       const replica = new ServiceProcess(name, await freePort(), {
