@@ -10,6 +10,7 @@ import { formatTraceparent, type TraceContext } from "@commerce/shared/tracing";
 import { and, eq, gte, isNotNull, sql } from "drizzle-orm";
 import type { Executor } from "../../db";
 import { type CancelReason, orderEvents, orders, outbox, products } from "../../db/schema";
+import { preparedStatements } from "../../lib/prepared";
 import type { Order, OrderStatus } from "./model";
 import { type ItemRow, itemsOf, orderRow, toOrder } from "./order-rows";
 
@@ -101,27 +102,55 @@ export async function takeStock(
 ): Promise<number[]> {
   const short: number[] = [];
   for (const line of [...lines].sort((a, b) => a.productId - b.productId)) {
-    const taken = await tx
-      .update(products)
-      .set({ stock: sql`${products.stock} - ${line.qty}` })
-      .where(
-        and(
-          eq(products.id, line.productId),
-          isNotNull(products.stock),
-          gte(products.stock, line.qty),
-        ),
-      )
-      .returning({ id: products.id });
+    const taken = await run(tx, "takeStock", { id: line.productId, qty: line.qty });
     if (taken.length === 0) {
-      const [product] = await tx
-        .select({ stock: products.stock })
-        .from(products)
-        .where(eq(products.id, line.productId));
+      const [product] = await run(tx, "stockOf", { id: line.productId });
       if (product?.stock !== null) short.push(line.line);
     }
   }
   return short.sort((a, b) => a - b);
 }
+
+/**
+ * The writes every order makes, prepared once per process: one parse per connection instead of
+ * a describe round trip and a parse each time.
+ */
+const run = preparedStatements((db) => {
+  const id = sql.placeholder("id");
+  const qty = sql.placeholder("qty");
+  return {
+    takeStock: db
+      .update(products)
+      .set({ stock: sql`${products.stock} - ${qty}` })
+      .where(and(eq(products.id, id), isNotNull(products.stock), gte(products.stock, qty)))
+      .returning({ id: products.id })
+      .prepare("take_stock"),
+    stockOf: db
+      .select({ stock: products.stock })
+      .from(products)
+      .where(eq(products.id, id))
+      .prepare("stock_of"),
+    recordOnTimeline: db
+      .insert(orderEvents)
+      .values({
+        orderId: sql.placeholder("orderId"),
+        type: sql.placeholder("type"),
+        source: sql.placeholder("source"),
+        notificationId: sql.placeholder("notificationId"),
+        detail: sql.placeholder("detail"),
+      })
+      .prepare("record_on_timeline"),
+    writeOutbox: db
+      .insert(outbox)
+      .values({
+        subject: sql.placeholder("subject"),
+        messageId: sql.placeholder("messageId"),
+        payload: sql.placeholder("payload"),
+        headers: sql.placeholder("headers"),
+      })
+      .prepare("write_outbox"),
+  };
+});
 
 /** L2: a cancelled or expired order's quantities go back to the products still tracked. */
 async function giveStockBack(tx: Executor, items: ItemRow[]): Promise<void> {
@@ -143,7 +172,7 @@ export async function recordOnTimeline(
   cause: { source: EventSource; notificationId?: string },
   detail: Record<string, unknown> = {},
 ): Promise<void> {
-  await tx.insert(orderEvents).values({
+  await run(tx, "recordOnTimeline", {
     orderId,
     type,
     source: cause.source,
@@ -181,7 +210,7 @@ export async function writeOrderEvent(
     ...(cause.notificationId ? { notification_id: cause.notificationId } : {}),
     ...(event === "paid" ? { paid_at: order.paid_at as string } : {}),
   };
-  await tx.insert(outbox).values({
+  await run(tx, "writeOutbox", {
     subject: topology.orders.event(event),
     messageId: orderEventMessageId(event, order.order_id, cause.notificationId),
     payload: message,

@@ -62,6 +62,30 @@ const run = preparedStatements((db) => {
       .from(products)
       .where(sql`${products.id} = any(${sql.placeholder("ids")})`)
       .prepare("order_products"),
+    insertOrder: db
+      .insert(orders)
+      .values({
+        customerId,
+        amount: sql.placeholder("amount"),
+        currency: sql.placeholder("currency"),
+        expiresAt: sql`case when ${sql.placeholder("ttl")}::int > 0
+          then now() + make_interval(secs => ${sql.placeholder("ttl")}::int) end`,
+      })
+      .returning()
+      .prepare("insert_order"),
+    insertItem: db
+      .insert(orderItems)
+      .values({
+        orderId: sql.placeholder("orderId"),
+        productId: sql.placeholder("productId"),
+        line: sql.placeholder("line"),
+        name: sql.placeholder("name"),
+        qty: sql.placeholder("qty"),
+        unitPrice: sql.placeholder("unitPrice"),
+        amount: sql.placeholder("amount"),
+      })
+      .returning()
+      .prepare("insert_order_item"),
     allPage: page().prepare("orders_page"),
     ownPage: page(own).prepare("own_orders_page"),
     allStatusPage: page(inStatus).prepare("orders_status_page"),
@@ -118,20 +142,19 @@ export async function placeOrder(
       amount: product.price * line.qty,
     };
   });
-  const [row] = await tx
-    .insert(orders)
-    .values({
-      customerId,
-      amount: priced.reduce((sum, line) => sum + line.amount, 0),
-      currency: settings.currency,
-      expiresAt:
-        settings.ttlSeconds > 0 ? sql`now() + make_interval(secs => ${settings.ttlSeconds})` : null,
-    })
-    .returning();
-  const items = await tx
-    .insert(orderItems)
-    .values(priced.map((line) => ({ ...line, orderId: row.id })))
-    .returning();
+  const [row] = await run(tx, "insertOrder", {
+    customerId,
+    amount: priced.reduce((sum, line) => sum + line.amount, 0),
+    currency: settings.currency,
+    ttl: settings.ttlSeconds,
+  });
+  const items =
+    priced.length === 1
+      ? await run(tx, "insertItem", { ...priced[0], orderId: row.id })
+      : await tx
+          .insert(orderItems)
+          .values(priced.map((line) => ({ ...line, orderId: row.id })))
+          .returning();
   const order = toOrder(row, items);
   await writeOrderEvent(tx, settings.topology, "created", order, { source: "api" });
 
