@@ -370,7 +370,8 @@ export async function loadCatalog(sql: postgres.Sql): Promise<number[]> {
         with gone as (
           delete from api.order_items where order_id in
             (select order_id from api.order_items where product_id in (${old}))
-          returning order_id)
+          returning order_id), events as (
+          delete from api.order_events where order_id in (select order_id from gone))
         delete from api.orders where id in (select order_id from gone)`;
       await tx`delete from api.products where category = any(${categoryNames})`;
       await tx`

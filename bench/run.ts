@@ -169,8 +169,9 @@ async function placeOrders(api: Service, tokens: string[], productIds: number[],
 
 async function cleanUp() {
   say("cleaning up: bench orders, notifications, outbox rows and streams");
-  await sql`delete from api.order_items where order_id in
-    (select id from api.orders where customer_id like 'bench-cust-%')`;
+  for (const table of ["order_items", "order_events"])
+    await sql`delete from ${sql("api")}.${sql(table)} where order_id in
+      (select id from api.orders where customer_id like 'bench-cust-%')`;
   await sql`delete from api.orders where customer_id like 'bench-cust-%'`;
   await sql`delete from api.cart_items where customer_id like 'bench-cust-%'`;
   await sql`delete from api.products where category = 'bench-hot'`;
