@@ -5,10 +5,10 @@ import { Elysia, t } from "elysia";
 import type { Executor } from "../../db";
 import { cartItems } from "../../db/schema";
 import type { ApiDeps } from "../../deps";
-import { idempotencyHeaders, once } from "../../lib/idempotency";
+import { idempotencyHeaders } from "../../lib/idempotency";
 import { auth } from "../auth";
 import { order } from "./model";
-import { type OrderSettings, orderSettingsOf, placeOrder } from "./service";
+import { type OrderSettings, orderSettingsOf, placeOnce, placeOrder } from "./service";
 
 /**
  * C4: an order of the cart's lines at current prices (the stock rule of R1 applies), and the
@@ -37,15 +37,18 @@ export const checkoutController = (deps: ApiDeps) => {
     .post(
       "/checkout",
       async ({ headers, principal, set, status }) => {
-        const work = (tx: Executor) => checkout(tx, settings, principal.customerId);
-        const key = headers["idempotency-key"];
-        const result = key
-          ? await once(db, principal.customerId, key, "POST /api/cart/checkout", work)
-          : { body: await db.transaction(work), replayed: false };
-        if (!result.replayed) outboxWritten();
-        set.headers.location = `/api/orders/${result.body.order_id}`;
-        if (result.replayed) set.headers["idempotent-replayed"] = "true";
-        return status(201, result.body);
+        const { order: placed, headers: answer } = await placeOnce(
+          db,
+          outboxWritten,
+          {
+            customerId: principal.customerId,
+            key: headers["idempotency-key"],
+            what: "POST /api/cart/checkout",
+          },
+          (tx) => checkout(tx, settings, principal.customerId),
+        );
+        Object.assign(set.headers, answer);
+        return status(201, placed);
       },
       {
         auth: "customer",

@@ -1,7 +1,7 @@
 import { problems, withResponseHeaders } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
-import { idempotencyHeaders, once } from "../../lib/idempotency";
+import { idempotencyHeaders } from "../../lib/idempotency";
 import { orderIdParam } from "../../lib/ids";
 import { pageRequestOf } from "../../lib/paging";
 import { auth } from "../auth";
@@ -20,6 +20,7 @@ import {
   listOrders,
   orderSettingsOf,
   orderTimeline,
+  placeOnce,
   placeOrder,
 } from "./service";
 
@@ -32,16 +33,18 @@ export const ordersController = (deps: ApiDeps) => {
       "",
       async ({ body, headers, principal, set, status }) => {
         const { lines, oneLine } = linesOf(body);
-        const place = (tx: Parameters<Parameters<typeof db.transaction>[0]>[0]) =>
-          placeOrder(tx, settings, principal.customerId, lines, { oneLine });
-        const key = headers["idempotency-key"];
-        const result = key
-          ? await once(db, principal.customerId, key, ["POST /api/orders", body], place)
-          : { body: await db.transaction(place), replayed: false };
-        if (!result.replayed) outboxWritten();
-        set.headers.location = `/api/orders/${result.body.order_id}`;
-        if (result.replayed) set.headers["idempotent-replayed"] = "true";
-        return status(201, result.body);
+        const { order, headers: answer } = await placeOnce(
+          db,
+          outboxWritten,
+          {
+            customerId: principal.customerId,
+            key: headers["idempotency-key"],
+            what: ["POST /api/orders", body],
+          },
+          (tx) => placeOrder(tx, settings, principal.customerId, lines, { oneLine }),
+        );
+        Object.assign(set.headers, answer);
+        return status(201, order);
       },
       {
         auth: "customer",

@@ -7,8 +7,9 @@ import {
 } from "@commerce/shared/errors";
 import type { EventSource, MessageTopology } from "@commerce/shared/messages";
 import { and, asc, count, desc, eq, sql } from "drizzle-orm";
-import type { Database, Executor } from "../../db";
+import type { Database, Executor, Transaction } from "../../db";
 import { orderEvents, orderItems, orders, products } from "../../db/schema";
+import { once } from "../../lib/idempotency";
 import { offsetOf, type PageRequest, pageFromWindow } from "../../lib/paging";
 import { preparedStatements } from "../../lib/prepared";
 import { type TimelineType, takeStock, transition, writeOrderEvent } from "./lifecycle";
@@ -96,6 +97,27 @@ const run = preparedStatements((db) => {
     ownStatusCount: total(and(own, inStatus)).prepare("own_orders_status_count"),
   };
 });
+
+/**
+ * R2, C4: runs `work` (placing an order) in a transaction, or once per customer and
+ * Idempotency-Key when a key is given; tells the relay of a new order's event, and gives the
+ * 201's headers (`Location`, and `Idempotent-Replayed` for a replay).
+ */
+export async function placeOnce(
+  db: Database,
+  outboxWritten: () => void,
+  request: { customerId: string; key?: string; what: unknown },
+  work: (tx: Transaction) => Promise<Order>,
+): Promise<{ order: Order; headers: Record<string, string> }> {
+  const { customerId, key, what } = request;
+  const result = key
+    ? await once(db, customerId, key, what, work)
+    : { body: await db.transaction(work), replayed: false };
+  if (!result.replayed) outboxWritten();
+  const headers: Record<string, string> = { location: `/api/orders/${result.body.order_id}` };
+  if (result.replayed) headers["idempotent-replayed"] = "true";
+  return { order: result.body, headers };
+}
 
 /** Where a line sits in the request body, for the problem's `errors` (R1, L2). */
 const linePath = (index: number, oneLine: boolean) => (oneLine ? "/qty" : `/items/${index}/qty`);
