@@ -1,5 +1,6 @@
 import { ValidationError } from "@commerce/shared/errors";
 import { t } from "elysia";
+import { orderStatus } from "../../db/schema";
 import { bodyInt, integer } from "../../lib/fields";
 import { productIdField } from "../../lib/ids";
 import { page, pageQuery } from "../../lib/paging";
@@ -7,8 +8,7 @@ import { page, pageQuery } from "../../lib/paging";
 const timestamp = (description: string) =>
   t.Nullable(t.String({ format: "date-time", description }));
 
-export const orderStatuses = ["created", "paid", "cancelled", "refunded"] as const;
-const status = t.UnionEnum(orderStatuses);
+const status = t.UnionEnum(orderStatus);
 
 export const orderItem = t.Object({
   product_id: integer(),
@@ -70,7 +70,7 @@ export const newOrder = t.Object(
 
 export const orderStatusChange = t.Object(
   {
-    // Written out, not mapped from orderStatuses: a mapped array types the field as never.
+    // Written out, not mapped from orderStatus: a mapped array types the field as never.
     status: t.Union(
       [t.Literal("created"), t.Literal("paid"), t.Literal("cancelled"), t.Literal("refunded")],
       {
@@ -121,7 +121,7 @@ export const timeline = t.Object({
 export type Order = typeof order.static;
 export type OrderItem = typeof orderItem.static;
 export type NewOrder = typeof newOrder.static;
-export type OrderStatus = (typeof orderStatuses)[number];
+export type { OrderStatus } from "../../db/schema";
 /** One requested line: a product and how many. */
 export type OrderLine = { product_id: number; qty: number };
 

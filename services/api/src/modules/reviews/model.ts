@@ -1,4 +1,5 @@
 import { t } from "elysia";
+import { reviewReasons, reviewResolutions, reviewStatuses } from "../../db/schema";
 import { integer, text } from "../../lib/fields";
 import { page, pageQuery } from "../../lib/paging";
 
@@ -7,25 +8,18 @@ export const review = t.Object({
   order_id: integer(),
   notification_id: t.String(),
   event: t.String({ description: "payment.succeeded, payment.refunded or payment.failed" }),
-  reason: t.UnionEnum([
-    "unknown_order",
-    "mismatch",
-    "partial_refund",
-    "duplicate_payment",
-    "order_not_payable",
-    "refund_not_applicable",
-  ]),
+  reason: t.UnionEnum(reviewReasons),
   amount: integer({ description: "The notification's amount, in minor units of its currency" }),
   currency: t.String(),
   created_at: t.String({ format: "date-time" }),
-  status: t.UnionEnum(["open", "resolved"]),
-  resolution: t.Nullable(t.UnionEnum(["applied", "dismissed"])),
+  status: t.UnionEnum(reviewStatuses),
+  resolution: t.Nullable(t.UnionEnum(reviewResolutions)),
   note: t.Nullable(t.String()),
   resolved_at: t.Nullable(t.String({ format: "date-time" })),
 });
 
 export const reviewQuery = t.Object(
-  { ...pageQuery, status: t.Optional(t.UnionEnum(["open", "resolved"])) },
+  { ...pageQuery, status: t.Optional(t.UnionEnum(reviewStatuses)) },
   { additionalProperties: true },
 );
 
