@@ -1,9 +1,9 @@
+import { pageRequestOf } from "@commerce/shared/http/paging";
 import { problems, withResponseHeaders } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { idempotencyHeaders } from "../../lib/idempotency";
 import { orderIdParam } from "../../lib/ids";
-import { pageRequestOf } from "../../lib/paging";
 import { auth } from "../auth";
 import {
   linesOf,

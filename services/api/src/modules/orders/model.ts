@@ -1,9 +1,9 @@
 import { ValidationError } from "@commerce/shared/errors";
+import { page, pageQuery } from "@commerce/shared/http/paging";
 import { t } from "elysia";
 import { orderStatus } from "../../db/schema";
 import { bodyInt, integer } from "../../lib/fields";
 import { productIdField } from "../../lib/ids";
-import { page, pageQuery } from "../../lib/paging";
 
 const timestamp = (description: string) =>
   t.Nullable(t.String({ format: "date-time", description }));

@@ -5,12 +5,12 @@ import {
   NotFoundError,
   ValidationError,
 } from "@commerce/shared/errors";
+import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/http/paging";
 import type { EventSource, MessageTopology } from "@commerce/shared/messages";
 import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import type { Database, Executor, Transaction } from "../../db";
 import { orderEvents, orderItems, orders, products } from "../../db/schema";
 import { once } from "../../lib/idempotency";
-import { offsetOf, type PageRequest, pageFromWindow } from "../../lib/paging";
 import { preparedStatements } from "../../lib/prepared";
 import { type TimelineType, takeStock, transition, writeOrderEvent } from "./lifecycle";
 import type { Order, OrderLine, OrderStatus } from "./model";

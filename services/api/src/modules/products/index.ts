@@ -1,8 +1,8 @@
+import { pageRequestOf } from "@commerce/shared/http/paging";
 import { problems, withResponseHeaders } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { productIdParam } from "../../lib/ids";
-import { pageRequestOf } from "../../lib/paging";
 import { auth } from "../auth";
 import { newProduct, product, productChange, productPage, productQuery } from "./model";
 import { createProduct, getProduct, listProducts, updateProduct } from "./service";

@@ -1,6 +1,6 @@
+import { page, pageQuery } from "@commerce/shared/http/paging";
 import { t } from "elysia";
 import { bodyInt, integer, text } from "../../lib/fields";
-import { page, pageQuery } from "../../lib/paging";
 
 export const product = t.Object({
   id: integer(),

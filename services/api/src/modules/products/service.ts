@@ -1,8 +1,8 @@
 import { NotFoundError } from "@commerce/shared/errors";
+import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/http/paging";
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db";
 import { products } from "../../db/schema";
-import { offsetOf, type PageRequest, pageFromWindow } from "../../lib/paging";
 import { preparedStatements } from "../../lib/prepared";
 import type { NewProduct, Product, ProductChange } from "./model";
 

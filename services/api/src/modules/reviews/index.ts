@@ -1,8 +1,8 @@
+import { pageRequestOf } from "@commerce/shared/http/paging";
 import { problems } from "@commerce/shared/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { urlInt } from "../../lib/fields";
-import { pageRequestOf } from "../../lib/paging";
 import { auth } from "../auth";
 import { resolution, review, reviewPage, reviewQuery } from "./model";
 import { getReview, listReviews, resolveReview } from "./service";

@@ -1,7 +1,7 @@
+import { page, pageQuery } from "@commerce/shared/http/paging";
 import { t } from "elysia";
 import { reviewReasons, reviewResolutions, reviewStatuses } from "../../db/schema";
 import { integer, text } from "../../lib/fields";
-import { page, pageQuery } from "../../lib/paging";
 
 export const review = t.Object({
   id: integer(),

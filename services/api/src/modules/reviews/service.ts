@@ -1,10 +1,10 @@
 import { ConflictError, NotFoundError } from "@commerce/shared/errors";
+import { offsetOf, type PageRequest, pageOf } from "@commerce/shared/http/paging";
 import type { MessageTopology } from "@commerce/shared/messages";
 import type { Metrics } from "@commerce/shared/metrics";
 import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db";
 import { orders, paymentReviews } from "../../db/schema";
-import { offsetOf, type PageRequest, pageOf } from "../../lib/paging";
 import { recordOnTimeline, transition } from "../orders/lifecycle";
 import type { Resolution, Review } from "./model";
 
