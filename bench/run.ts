@@ -14,6 +14,7 @@ import { messageTopology, orderEventNames, streamsOf } from "@commerce/shared/me
 import { signPayload } from "@commerce/shared/signature";
 import { connect, type NatsConnection } from "nats";
 import postgres from "postgres";
+import { type BurstResult, measureBurst } from "./burst";
 import {
   catalog,
   checkClean,
@@ -53,6 +54,9 @@ import { checkoutRun, hotProductOrders, stockRace } from "./stock";
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const latencyCount = Number(process.env.BENCH_LATENCY_COUNT ?? 1000);
+const burstCount = Number(process.env.BENCH_BURST_COUNT ?? 1000);
+const burstRounds = 2;
+const burstInFlight = 32;
 const useSources = process.env.BENCH_SOURCES === "1";
 const keepLogs = process.env.BENCH_KEEP === "1";
 const webhookConnections = 32;
@@ -143,6 +147,27 @@ async function binaryStartup(name: "api" | "payments") {
     ready_ms_each: readyMs.map(Math.round),
     rss_at_ready_mib: median(rssMib),
   };
+}
+
+/** One signed `payment.succeeded` paying `order` in full; resolves with the status. */
+async function pay(payments: Service, order: PlacedOrder, run: string): Promise<number> {
+  const body = JSON.stringify({
+    event: "payment.succeeded",
+    order_id: order.order_id,
+    amount: order.amount,
+    currency: order.currency,
+    id: `bench${runId}${run}-${order.order_id}`,
+  });
+  const response = await fetch(`${payments.url}/api/webhooks/payment`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-signature": signPayload(body, webhookSecret, Math.floor(Date.now() / 1000)),
+    },
+    body,
+  });
+  await response.arrayBuffer();
+  return response.status;
 }
 
 async function placeOrders(api: Service, tokens: string[], productIds: number[], count: number) {
@@ -275,26 +300,37 @@ async function main() {
     nc,
     subject: messageTopology(prefix.main).orders.event("paid"),
     orders,
-    notify: async (order) => {
-      const body = JSON.stringify({
-        event: "payment.succeeded",
-        order_id: order.order_id,
-        amount: order.amount,
-        currency: order.currency,
-        id: `bench${runId}l-${order.order_id}`,
-      });
-      const response = await fetch(`${payments.url}/api/webhooks/payment`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "x-signature": signPayload(body, webhookSecret, Math.floor(Date.now() / 1000)),
-        },
-        body,
-      });
-      await response.arrayBuffer();
-      return response.status;
-    },
+    notify: (order) => pay(payments, order, "l"),
   });
+
+  say(`burst: ${burstCount} notifications, ${burstInFlight} in flight, ${burstRounds} runs`);
+  const jsm = await nc.jetstreamManager();
+  const topology = messageTopology(prefix.main);
+  const bursts: BurstResult[] = [];
+  for (let round = 1; round <= burstRounds; round++) {
+    const burstOrders = await placeOrders(api, tokens, productIds, burstCount);
+    await Bun.sleep(1000);
+    const burst = await measureBurst({
+      nc,
+      subject: topology.orders.event("paid"),
+      orders: burstOrders,
+      inFlight: burstInFlight,
+      notify: (order) => pay(payments, order, `b${round}`),
+      consumerLag: async () => {
+        const info = await jsm.consumers.info(
+          topology.payments.stream,
+          topology.paymentEventsConsumer,
+        );
+        return info.num_pending + info.num_ack_pending;
+      },
+    });
+    bursts.push(burst);
+    say(
+      `burst ${round}: ${burst.ingest_rps} accepted/s, webhook p99 ${burst.webhook_p99_ms} ms, ` +
+        `accepted -> orders.paid p50 ${burst.paid_p50_ms} ms, p99 ${burst.paid_p99_ms} ms, ` +
+        `drained ${burst.drained_after_ms} ms after the last 200`,
+    );
+  }
 
   const memoryAfter = {
     api: memory(api.process.pid),
@@ -332,6 +368,7 @@ async function main() {
       requests_each: webhookRuns.map((r) => r.requests),
     },
     latency,
+    bursts,
     startup,
     memory_after: memoryAfter,
     log_lines: logLines,
@@ -357,6 +394,7 @@ type Results = {
   };
   webhook: ReturnType<typeof summarise>;
   latency: Awaited<ReturnType<typeof measureOrderPaidLatency>>;
+  bursts: BurstResult[];
   startup: Record<"api" | "payments", Awaited<ReturnType<typeof binaryStartup>>>;
   memory_after: Record<"api" | "payments" | "payments_webhook", ReturnType<typeof memory>>;
   mode: string;
@@ -418,6 +456,20 @@ function render(r: Results): string {
     "|---|---:|---:|---:|---:|---:|",
     `| accepted (200) → orders.paid on NATS | ${r.latency.notifications} | ${ms(r.latency.p50_ms)} | ${ms(r.latency.p99_ms)} | ${ms(r.latency.max_ms)} | ${r.latency.lost} |`,
     "",
+    `| burst: notifications at once, ${burstInFlight} in flight | run | accepted/s | webhook p50 ms | webhook p99 ms | → orders.paid p50 ms | → orders.paid p99 ms | max ms | backlog max | drained after last 200, ms | lost | non-200 |`,
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...r.bursts.map(
+      (b, i) =>
+        `| ${b.notifications} | ${i + 1} | ${b.ingest_rps} | ${ms(b.webhook_p50_ms)} | ${ms(b.webhook_p99_ms)} | ${ms(b.paid_p50_ms)} | ${ms(b.paid_p99_ms)} | ${ms(b.paid_max_ms)} | ${b.backlog_max} | ${ms(b.drained_after_ms)} | ${b.lost} | ${b.non200} |`,
+    ),
+    "",
+    "Burst backlog (accepted, not yet orders.paid / consumer pending), every 100 ms:",
+    "",
+    ...r.bursts.map(
+      (b, i) =>
+        `- run ${i + 1}: ${b.lag.map(([at, backlog, pending]) => `${at}:${backlog}/${pending}`).join(" ")}`,
+    ),
+    "",
     "| binary | exec → /ready median ms (each) | RSS at /ready MiB | RSS after the run MiB | peak RSS MiB |",
     "|---|---|---:|---:|---:|",
     `| api | ${r.startup.api.ready_ms_median} (${r.startup.api.ready_ms_each.join(", ")}) | ${r.startup.api.rss_at_ready_mib} | ${r.memory_after.api.rss_mib} | ${r.memory_after.api.peak_mib} |`,
@@ -442,6 +494,9 @@ function render(r: Results): string {
     `| 1000 orders for stock 10 | exactly 10 | ${r.stock.race.created} created, stock left ${r.stock.race.stock_left} | ${verdict(r.stock.race.created === 10 && r.stock.race.stock_left === 0)} |`,
     `| webhook accept p99, 32 in flight | ≤ 20 ms | ${ms(r.webhook.p99_ms)} ms | ${verdict(r.webhook.p99_ms <= 20)} |`,
     `| accepted → orders.paid p99 | ≤ 50 ms | ${ms(r.latency.p99_ms)} ms | ${verdict(r.latency.p99_ms <= 50 && r.latency.lost === 0)} |`,
+    `| burst: accepted → orders.paid p99, each run | ≤ 100 ms | ${r.bursts.map((b) => `${ms(b.paid_p99_ms)} ms`).join(", ")} | ${verdict(r.bursts.every((b) => b.paid_p99_ms <= 100 && b.lost === 0))} |`,
+    `| burst: backlog at 0 after the last 200, each run | ≤ 1000 ms | ${r.bursts.map((b) => `${ms(b.drained_after_ms)} ms`).join(", ")} | ${verdict(r.bursts.every((b) => b.drained_after_ms <= 1000))} |`,
+    `| burst: webhook accept p99, each run | ≤ 20 ms | ${r.bursts.map((b) => `${ms(b.webhook_p99_ms)} ms`).join(", ")} | ${verdict(r.bursts.every((b) => b.webhook_p99_ms <= 20))} |`,
     `| binaries: exec → /ready | ≤ 300 ms | api ${r.startup.api.ready_ms_median} ms, payments ${r.startup.payments.ready_ms_median} ms | ${verdict(readyMax <= 300)} |`,
     `| binaries: resident memory after the run | ≤ 80 MB | api ${r.memory_after.api.rss_mib} MiB, payments ${Math.max(r.memory_after.payments.rss_mib, r.memory_after.payments_webhook.rss_mib)} MiB | ${verdict(rssMax * 1.048576 <= 80)} |`,
     "",

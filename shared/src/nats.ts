@@ -36,6 +36,7 @@ const setupRetryMaxMs = 30_000;
  */
 export class NatsLink {
   private connection?: NatsConnection;
+  private jetstreamClient?: JetStreamClient;
   private connected = false;
   /** Counts (re)connections, so a retry of an older connection's setup gives way. */
   private setupRound = 0;
@@ -114,8 +115,11 @@ export class NatsLink {
     return this.connection;
   }
 
+  /** The connection's JetStream client, made once: making one parses its options each time. */
   jetstream(): JetStreamClient | undefined {
-    return this.isUp ? this.connection?.jetstream() : undefined;
+    if (!this.isUp || !this.connection) return undefined;
+    this.jetstreamClient ??= this.connection.jetstream();
+    return this.jetstreamClient;
   }
 
   async manager(): Promise<JetStreamManager> {

@@ -41,7 +41,15 @@ export class ServiceProcess {
   async start(): Promise<void> {
     const command = useBinaries
       ? [`${root}dist/${this.name}`]
-      : [process.execPath, "--no-env-file", `${root}services/${this.name}/src/main.ts`];
+      : [
+          process.execPath,
+          "--no-env-file",
+          // PROFILE_SERVICE=api: a CPU profile of that service, as markdown, when it exits.
+          ...(process.env.PROFILE_SERVICE === this.name
+            ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.PROFILE_DIR ?? "/tmp/prof"}`]
+            : []),
+          `${root}services/${this.name}/src/main.ts`,
+        ];
     this.process = Bun.spawn(command, {
       // A binary runs from elsewhere, so whatever it serves must be inside it (Swagger UI's assets).
       cwd: useBinaries ? tmpdir() : root,

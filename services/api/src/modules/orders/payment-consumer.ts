@@ -11,6 +11,7 @@ import {
 } from "@commerce/shared/tracing";
 import type { ConsumerMessages, JetStreamManager, JsMsg } from "nats";
 import type { Database } from "../../db";
+import { OneAtATimePerKey } from "../../lib/one-at-a-time";
 import { applyPaymentMessage, type PaymentKind } from "./payment-inbox";
 
 export type PaymentConsumerDeps = {
@@ -23,11 +24,18 @@ export type PaymentConsumerDeps = {
   tracer: Tracer;
   /** Called after a message wrote an order event, so the outbox relay publishes it now. */
   outboxWritten: () => void;
+  /** Messages applied at once (default `defaultConcurrency`). */
+  concurrency?: number;
 };
 
 const decoder = new TextDecoder();
 const maxBackoffMs = 30_000;
 const pullExpiresMs = 5_000;
+/**
+ * M5: messages applied at once. Each holds a database connection for its transaction, so this
+ * stays below the pool (10 by default) and leaves connections for HTTP requests.
+ */
+export const defaultConcurrency = 8;
 
 /** Declares the durable consumer of every payment event (idempotent, so on every connect). */
 export const ensurePaymentConsumer = (
@@ -53,7 +61,9 @@ function kindOf(subject: string, topology: MessageTopology): PaymentKind | undef
 /**
  * The durable pull consumer `api-payment-events` (M1, M2, M4): every replica pulls from the
  * same durable consumer, so each message goes to one of them, and `applyPaymentMessage` makes a
- * redelivery harmless. Database failures are nak'd with a growing delay; malformed messages are
+ * redelivery harmless. Up to `concurrency` messages are applied at once (M5), each in its own
+ * transaction and acked after its commit; messages for the same order wait for each other, so
+ * one process applies an order's messages in the order it received them. Database failures are nak'd with a growing delay; malformed messages are
  * terminated; reviews are acked (a person takes them from there). Each message continues the
  * trace of the webhook request that caused it (O8), so its log line carries that `trace_id`.
  */
@@ -61,10 +71,15 @@ export class PaymentConsumer {
   private messages?: ConsumerMessages;
   private running?: Promise<void>;
   private stopped = false;
-  private inFlight = Promise.resolve();
+  /** Messages being applied. */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** An order's messages are applied one after another, in the order received. */
+  private readonly perOrder = new OneAtATimePerKey<number>();
+  private readonly concurrency: number;
   private readonly applied;
 
   constructor(private readonly deps: PaymentConsumerDeps) {
+    this.concurrency = deps.concurrency ?? defaultConcurrency;
     this.applied = deps.metrics.counter(
       "payment_messages_total",
       "Payment messages by outcome: a move (paid, refunded), payment_failed, duplicate, a review reason, invalid or failed",
@@ -103,10 +118,14 @@ export class PaymentConsumer {
         // X1: after losing its NATS node or the consumer's leader the client re-pulls only after
         // missed heartbeats (expires / 2) or a failed info check (retried every `expires`), so
         // 5 s instead of nats.js's 30 s is how long messages wait after a cluster fail-over.
-        this.messages = await consumer.consume({ max_messages: 64, expires: pullExpiresMs });
+        this.messages = await consumer.consume({
+          max_messages: Math.max(64, this.concurrency * 4),
+          expires: pullExpiresMs,
+        });
         for await (const message of this.messages) {
-          this.inFlight = this.handle(message);
-          await this.inFlight;
+          while (this.inFlight.size >= this.concurrency) await Promise.race(this.inFlight);
+          const handled = this.handle(message).finally(() => this.inFlight.delete(handled));
+          this.inFlight.add(handled);
         }
       } catch (error) {
         if (!this.stopped) logger.warn("payment consumer restarting", describeError(error));
@@ -164,11 +183,13 @@ export class PaymentConsumer {
         "order.id": payment.order_id,
       });
     try {
-      const outcome = await inSpan(
-        tracer,
-        "apply payment message",
-        { parent: span.context, kind: "client", attributes: { "db.system.name": "postgresql" } },
-        (transaction) => applyPaymentMessage(db, topology, kind, payment, transaction.context),
+      const outcome = await this.perOrder.run(payment.order_id, () =>
+        inSpan(
+          tracer,
+          "apply payment message",
+          { parent: span.context, kind: "client", attributes: { "db.system.name": "postgresql" } },
+          (transaction) => applyPaymentMessage(db, topology, kind, payment, transaction.context),
+        ),
       );
       if (span.recording) span.set({ "payment.outcome": outcome });
       message.ack();
@@ -216,11 +237,11 @@ export class PaymentConsumer {
     return Math.max(0, (Date.now() - oldest.time.getTime()) / 1000);
   }
 
-  /** Stops pulling and waits for the message being applied (O7). */
+  /** Stops pulling and waits for the messages being applied (O7). */
   async stop(): Promise<void> {
     this.stopped = true;
     this.messages?.stop();
-    await this.inFlight;
+    await Promise.all(this.inFlight);
     await this.running;
   }
 }

@@ -1,10 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/database";
 import { createLogger, type Logger } from "@commerce/shared/logger";
-import { type PaymentMessage, streamsOf } from "@commerce/shared/messages";
+import { type PaymentMessage, parseOrderEvent, streamsOf } from "@commerce/shared/messages";
 import { Metrics } from "@commerce/shared/metrics";
 import { ensureStream, NatsLink } from "@commerce/shared/nats";
-import { idTracer, parseTraceparent } from "@commerce/shared/tracing";
+import {
+  formatTraceparent,
+  idTracer,
+  parseTraceparent,
+  type TraceContext,
+} from "@commerce/shared/tracing";
 import { eventually, testNatsUrl, unique } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { headers } from "nats";
@@ -65,15 +70,13 @@ async function publish(
   message: PaymentMessage,
   msgID = message.notification_id,
   traceparent?: string,
+  subject = api.deps.topology.payments.orderPaid,
 ) {
   const js = nats.jetstream();
   if (!js) throw new Error("no jetstream");
   const h = headers();
   if (traceparent) h.set("traceparent", traceparent);
-  await js.publish(api.deps.topology.payments.orderPaid, JSON.stringify(message), {
-    msgID,
-    headers: h,
-  });
+  await js.publish(subject, JSON.stringify(message), { msgID, headers: h });
 }
 
 const paidMessage = (
@@ -265,6 +268,107 @@ describe("order-paid consumer", () => {
         messages.map((m) => m.notification_id),
       )}`;
     expect(rows[0].n).toBe(30);
+  });
+});
+
+describe("applying payments at once (M5)", () => {
+  const apply = (message: PaymentMessage) =>
+    applyPaymentMessage(api.db, api.deps.topology, "succeeded", message);
+
+  test("M3, M5: the orders.paid, timeline entry and processed row a payment writes in one statement match an admin's move", async () => {
+    const byWebhook = await newOrder();
+    const message = paidMessage(byWebhook);
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const trace = parseTraceparent(traceparent);
+    expect(await applyPaymentMessage(api.db, api.deps.topology, "succeeded", message, trace)).toBe(
+      "paid",
+    );
+    const byAdmin = await newOrder();
+    const patched = await api.call("PATCH", `/api/orders/${byAdmin.order_id}`, {
+      token: await api.admin(),
+      body: { status: "paid" },
+    });
+    expect(patched.status).toBe(200);
+
+    const [webhook] = await api.sql`
+      select payload, headers, subject from api.outbox
+      where message_id = ${`order-paid-${byWebhook.order_id}`}`;
+    const [manual] = await api.sql`
+      select payload, subject from api.outbox where message_id = ${`order-paid-${byAdmin.order_id}`}`;
+    expect(parseOrderEvent(webhook.payload)).toBeDefined();
+    expect(webhook.subject).toBe(manual.subject);
+    expect(Object.keys(webhook.payload).sort()).toEqual(
+      [...Object.keys(manual.payload), "notification_id"].sort(),
+    );
+    const read = await api.call("GET", `/api/orders/${byWebhook.order_id}`, {
+      token: await api.admin(),
+    });
+    expect(read.json).toMatchObject({ status: "paid", expires_at: null });
+    expect(webhook.payload).toEqual({
+      order_id: byWebhook.order_id,
+      status: "paid",
+      amount: byWebhook.amount,
+      currency: byWebhook.currency,
+      at: read.json.paid_at,
+      paid_at: read.json.paid_at,
+      source: "webhook",
+      notification_id: message.notification_id,
+    });
+    expect(webhook.headers).toEqual({ traceparent: formatTraceparent(trace as TraceContext) });
+    const timeline = await api.sql`
+      select type, source, notification_id, detail from api.order_events
+      where order_id = ${byWebhook.order_id} order by id`;
+    expect(timeline.map((e) => e.type)).toEqual(["created", "paid"]);
+    expect(timeline[1]).toEqual({
+      type: "paid",
+      source: "webhook",
+      notification_id: message.notification_id,
+      detail: {},
+    });
+    expect((await processed(message.notification_id)).outcome).toBe("paid");
+  });
+
+  test("M2, M5: ten copies of one notification and ten other payments for one order, all at once, pay it once", async () => {
+    const order = await newOrder();
+    const message = paidMessage(order);
+    const others = Array.from({ length: 10 }, () => paidMessage(order));
+    const outcomes = await Promise.all([
+      ...Array.from({ length: 10 }, () => apply(message)),
+      ...others.map(apply),
+    ]);
+    expect(outcomes.filter((o) => o === "paid")).toHaveLength(1);
+    expect(await ordersPaid(order.order_id)).toHaveLength(1);
+    const [{ n }] =
+      await api.sql`select count(*)::int as n from api.order_events where order_id = ${order.order_id} and type = 'paid'`;
+    expect(n).toBe(1);
+    // The notification that paid is not also reviewed; the rest are possible second charges.
+    const winner = outcomes.slice(0, 10).includes("paid") ? message : undefined;
+    const reviews =
+      await api.sql`select notification_id from api.payment_reviews where order_id = ${order.order_id}`;
+    expect(reviews).toHaveLength(winner ? 10 : 9);
+    for (const o of outcomes.slice(0, 10))
+      expect(["paid", "duplicate", "duplicate_payment"]).toContain(o);
+  });
+
+  test("M5: one consumer applies 40 orders' payment then refund, sent back to back, in order for each order", async () => {
+    await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+    startConsumer();
+    const orders = await Promise.all(Array.from({ length: 40 }, () => newOrder(300, 1)));
+    const { orderRefunded } = api.deps.topology.payments;
+    for (const order of orders) {
+      await publish(paidMessage(order));
+      const refund = paidMessage(order);
+      await publish(refund, refund.notification_id, undefined, orderRefunded);
+    }
+    for (const order of orders)
+      await eventually(
+        async () => ((await orderRow(order.order_id)).status === "refunded" ? true : undefined),
+        10_000,
+      );
+    const reviews = await api.sql`
+      select count(*)::int as n from api.payment_reviews
+      where order_id in ${api.sql(orders.map((o) => o.order_id))}`;
+    expect(reviews[0].n).toBe(0);
   });
 });
 
