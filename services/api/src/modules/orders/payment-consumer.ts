@@ -11,8 +11,13 @@ import {
 } from "@commerce/shared/tracing";
 import type { ConsumerMessages, JetStreamManager, JsMsg } from "nats";
 import type { Database } from "../../db";
-import { OneAtATimePerKey } from "../../lib/one-at-a-time";
-import { applyPaymentMessage, type PaymentKind } from "./payment-inbox";
+import { AtMost, OneAtATimePerKey } from "../../lib/concurrency";
+import {
+  applyPaymentMessage,
+  PaymentBatcher,
+  type PaymentKind,
+  type PaymentOutcome,
+} from "./payment-inbox";
 
 export type PaymentConsumerDeps = {
   db: Database;
@@ -24,7 +29,7 @@ export type PaymentConsumerDeps = {
   tracer: Tracer;
   /** Called after a message wrote an order event, so the outbox relay publishes it now. */
   outboxWritten: () => void;
-  /** Messages applied at once (default `defaultConcurrency`). */
+  /** Messages applied through the general path at once (default `defaultConcurrency`). */
   concurrency?: number;
 };
 
@@ -32,8 +37,13 @@ const decoder = new TextDecoder();
 const maxBackoffMs = 30_000;
 const pullExpiresMs = 5_000;
 /**
- * M5: messages applied at once. Each holds a database connection for its transaction, so this
- * stays below the pool (10 by default) and leaves connections for HTTP requests.
+ * M5: messages taken in at once (applied, or waiting for their batch or their order's turn). Each
+ * holds its place until acked, well within the consumer's 30 s ack wait.
+ */
+const maxInFlight = 256;
+/**
+ * M5: messages applied through the general path (a transaction each) at once. Each holds a
+ * database connection, so this stays below the pool (10 by default) and leaves some for HTTP.
  */
 export const defaultConcurrency = 8;
 
@@ -61,9 +71,12 @@ function kindOf(subject: string, topology: MessageTopology): PaymentKind | undef
 /**
  * The durable pull consumer `api-payment-events` (M1, M2, M4): every replica pulls from the
  * same durable consumer, so each message goes to one of them, and `applyPaymentMessage` makes a
- * redelivery harmless. Up to `concurrency` messages are applied at once (M5), each in its own
- * transaction and acked after its commit; messages for the same order wait for each other, so
- * one process applies an order's messages in the order it received them. Database failures are nak'd with a growing delay; malformed messages are
+ * redelivery harmless. Messages are applied many at once (M5) and each is acked after the
+ * commit that applied it: full payments of payable orders go through `PaymentBatcher`, one
+ * statement for all that arrive together; everything else (and a payment the batch did not
+ * apply) through `applyPaymentMessage`, a transaction each, `concurrency` at a time. Messages for
+ * the same order wait for each other, so one process applies an order's messages in the order
+ * it received them. Database failures are nak'd with a growing delay; malformed messages are
  * terminated; reviews are acked (a person takes them from there). Each message continues the
  * trace of the webhook request that caused it (O8), so its log line carries that `trace_id`.
  */
@@ -75,11 +88,13 @@ export class PaymentConsumer {
   private readonly inFlight = new Set<Promise<void>>();
   /** An order's messages are applied one after another, in the order received. */
   private readonly perOrder = new OneAtATimePerKey<number>();
-  private readonly concurrency: number;
+  private readonly generalPath: AtMost;
+  private readonly batcher: PaymentBatcher;
   private readonly applied;
 
   constructor(private readonly deps: PaymentConsumerDeps) {
-    this.concurrency = deps.concurrency ?? defaultConcurrency;
+    this.generalPath = new AtMost(deps.concurrency ?? defaultConcurrency);
+    this.batcher = new PaymentBatcher(deps.db, deps.topology);
     this.applied = deps.metrics.counter(
       "payment_messages_total",
       "Payment messages by outcome: a move (paid, refunded), payment_failed, duplicate, a review reason, invalid or failed",
@@ -119,11 +134,11 @@ export class PaymentConsumer {
         // missed heartbeats (expires / 2) or a failed info check (retried every `expires`), so
         // 5 s instead of nats.js's 30 s is how long messages wait after a cluster fail-over.
         this.messages = await consumer.consume({
-          max_messages: Math.max(64, this.concurrency * 4),
+          max_messages: maxInFlight,
           expires: pullExpiresMs,
         });
         for await (const message of this.messages) {
-          while (this.inFlight.size >= this.concurrency) await Promise.race(this.inFlight);
+          while (this.inFlight.size >= maxInFlight) await Promise.race(this.inFlight);
           const handled = this.handle(message).finally(() => this.inFlight.delete(handled));
           this.inFlight.add(handled);
         }
@@ -188,7 +203,16 @@ export class PaymentConsumer {
           tracer,
           "apply payment message",
           { parent: span.context, kind: "client", attributes: { "db.system.name": "postgresql" } },
-          (transaction) => applyPaymentMessage(db, topology, kind, payment, transaction.context),
+          async ({ context }): Promise<PaymentOutcome> => {
+            if (
+              kind === "succeeded" &&
+              (await this.batcher.pay({ message: payment, trace: context }))
+            )
+              return "paid";
+            return this.generalPath.run(() =>
+              applyPaymentMessage(db, topology, kind, payment, context),
+            );
+          },
         ),
       );
       if (span.recording) span.set({ "payment.outcome": outcome });

@@ -72,55 +72,125 @@ async function onRecord(tx: Executor, message: PaymentMessage): Promise<boolean>
   return reviewed !== undefined;
 }
 
+/** A payment for the batch path, with the trace its `orders.paid` continues (O8). */
+export type BatchedPayment = { message: PaymentMessage; trace?: TraceContext };
+
 /**
- * M2, M5: the common case, an order in `created` paid in full by a notification not seen before,
- * as one statement (its own transaction): lock the order if it is payable, remember the
- * notification as processed, move the order to `paid`, and write the `orders.paid` message and
- * the timeline entry, as `transition` and `writeOrderEvent` would. One round trip instead of ten
- * is what lets the consumer keep up with a burst. Anything else (a duplicate, a mismatch, an
- * unknown or unpayable order) changes nothing here and returns false, for the general path.
- * The order is locked before the notification is inserted, as in the general path, so two
+ * M2, M5: the common case, orders in `created` each paid in full by a notification not seen
+ * before, for a whole batch in one statement (its own transaction): lock the payable orders in id
+ * order, remember each notification as processed, move the orders to `paid`, and write each
+ * `orders.paid` message and timeline entry, as `transition` and `writeOrderEvent` would. One
+ * round trip for many payments instead of about ten for each is what lets the consumer keep up
+ * with a burst. Returns the notification ids that paid their order; any other payment (a
+ * duplicate, a mismatch, an unknown or unpayable order) changes nothing here and is left to
+ * `applyPaymentMessage`. Each order is locked before its notification is recorded, as there, so
  * replicas applying the same notification cannot deadlock.
  */
-async function payInOneStatement(
+export async function payInOneStatement(
   db: Database,
   topology: MessageTopology,
-  message: PaymentMessage,
-  trace?: TraceContext,
-): Promise<boolean> {
+  batch: BatchedPayment[],
+): Promise<Set<string>> {
+  // One payment per order: a second one for the same order is for the general path to judge.
+  const byOrder = new Map(batch.toReversed().map((p) => [p.message.order_id, p]));
+  const payments = [...byOrder.values()];
+  if (payments.length === 0) return new Set();
   const sql = clientOf(db);
   const iso = (column: string) =>
     sql.unsafe(`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);
-  const headers = trace ? JSON.stringify({ traceparent: formatTraceparent(trace) }) : null;
-  const rows = await sql`
-    with payable as (
-      select id from api.orders
-      where id = ${message.order_id} and status = 'created'
-        and amount = ${message.amount} and currency = ${message.currency}
-      for update
+  const column = <T>(pick: (payment: BatchedPayment) => T) => payments.map(pick);
+  const rows = await sql<{ notification_id: string }[]>`
+    with input as (
+      select * from unnest(
+        ${column((p) => p.message.notification_id)}::text[],
+        ${column((p) => p.message.order_id)}::bigint[],
+        ${column((p) => p.message.amount)}::bigint[],
+        ${column((p) => p.message.currency)}::text[],
+        ${column((p) => orderEventMessageId("paid", p.message.order_id))}::text[],
+        ${column((p) => (p.trace ? JSON.stringify({ traceparent: formatTraceparent(p.trace) }) : null))}::text[]
+      ) as i(notification_id, order_id, amount, currency, message_id, headers)
+    ), payable as (
+      select o.id, i.notification_id
+      from api.orders o join input i on i.order_id = o.id
+      where o.status = 'created' and o.amount = i.amount and o.currency = i.currency
+      order by o.id
+      for update of o
     ), first as (
       insert into api.processed_notifications (notification_id, order_id, outcome)
-      select ${message.notification_id}, id, 'paid' from payable
+      select notification_id, id, 'paid' from payable
       on conflict do nothing
-      returning order_id
+      returning notification_id, order_id
     ), paid as (
-      update api.orders set status = 'paid', paid_at = now(), expires_at = null
-      where id = (select order_id from first)
-      returning id, amount, currency, ${iso("paid_at")} as paid_at
+      update api.orders o set status = 'paid', paid_at = now(), expires_at = null
+      from first where o.id = first.order_id
+      returning o.id, o.amount, o.currency, first.notification_id, ${iso("o.paid_at")} as paid_at
     ), message as (
       insert into api.outbox (subject, message_id, payload, headers)
-      select ${topology.orders.event("paid")}, ${orderEventMessageId("paid", message.order_id)},
-        jsonb_build_object('order_id', id, 'status', 'paid', 'amount', amount,
-          'currency', currency, 'at', paid_at, 'source', 'webhook',
-          'notification_id', ${message.notification_id}::text, 'paid_at', paid_at),
-        ${headers}::jsonb
-      from paid
+      select ${topology.orders.event("paid")}, i.message_id,
+        jsonb_build_object('order_id', paid.id, 'status', 'paid', 'amount', paid.amount,
+          'currency', paid.currency, 'at', paid.paid_at, 'source', 'webhook',
+          'notification_id', paid.notification_id, 'paid_at', paid.paid_at),
+        i.headers::jsonb
+      from paid join input i using (notification_id)
     ), timeline as (
       insert into api.order_events (order_id, type, source, notification_id)
-      select id, 'paid', 'webhook', ${message.notification_id} from paid
+      select id, 'paid', 'webhook', notification_id from paid
     )
-    select id from paid`;
-  return rows.length === 1;
+    select notification_id from paid`;
+  return new Set(rows.map((row) => row.notification_id));
+}
+
+/**
+ * Gathers the payments that arrive while a batch statement runs into the next one (M5): at a
+ * trickle each payment is its own batch, right away; in a burst the batches grow, so the
+ * statements per payment fall as the load rises. At most `statements` batches run at once.
+ */
+export class PaymentBatcher {
+  private waiting: Array<
+    BatchedPayment & { done: (paid: boolean) => void; fail: (e: unknown) => void }
+  > = [];
+  private running = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly topology: MessageTopology,
+    private readonly maxBatch = 128,
+    private readonly statements = 2,
+  ) {}
+
+  /** Whether this payment paid its order (false: it needs `applyPaymentMessage`). */
+  pay(payment: BatchedPayment): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.waiting.push({ ...payment, done, fail });
+      this.schedule();
+    });
+  }
+
+  /** After the messages that arrived together have all joined the batch. */
+  private schedule(): void {
+    if (this.scheduled || this.running >= this.statements) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    if (this.waiting.length === 0 || this.running >= this.statements) return;
+    const batch = this.waiting.splice(0, this.maxBatch);
+    this.running++;
+    try {
+      const paid = await payInOneStatement(this.db, this.topology, batch);
+      for (const payment of batch) payment.done(paid.has(payment.message.notification_id));
+    } catch (error) {
+      for (const payment of batch) payment.fail(error);
+    } finally {
+      this.running--;
+      if (this.waiting.length) this.schedule();
+    }
+  }
 }
 
 /**
@@ -136,8 +206,6 @@ export async function applyPaymentMessage(
   message: PaymentMessage,
   trace?: TraceContext,
 ): Promise<PaymentOutcome> {
-  if (kind === "succeeded" && (await payInOneStatement(db, topology, message, trace)))
-    return "paid";
   return db.transaction(async (tx) => {
     const order = await orderRow(tx, message.order_id, { lock: true });
     const [first] = await tx

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { OneAtATimePerKey } from "./one-at-a-time";
+import { AtMost, OneAtATimePerKey } from "./concurrency";
 
 describe("one at a time per key", () => {
   test("M5: work for one key runs in the order asked, even when the first is the slowest", async () => {
@@ -44,5 +44,31 @@ describe("one at a time per key", () => {
     await expect(failed).rejects.toThrow("database down");
     expect(await next).toBe("applied");
     expect(queue.size).toBe(0);
+  });
+});
+
+describe("at most n at once", () => {
+  test("M5: never more than the limit run at once, and every piece of work runs", async () => {
+    const limit = new AtMost(3);
+    let running = 0;
+    let most = 0;
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        limit.run(async () => {
+          most = Math.max(most, ++running);
+          await Bun.sleep(2);
+          running--;
+          return i;
+        }),
+      ),
+    );
+    expect(most).toBe(3);
+    expect(results).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
+  test("M5: a failure frees its place", async () => {
+    const limit = new AtMost(1);
+    await expect(limit.run(async () => Promise.reject(new Error("down")))).rejects.toThrow("down");
+    expect(await limit.run(async () => "next")).toBe("next");
   });
 });

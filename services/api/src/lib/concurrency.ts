@@ -27,3 +27,23 @@ export class OneAtATimePerKey<K> {
     return this.tails.size;
   }
 }
+
+/** Runs at most `limit` pieces of work at once; the rest wait their turn, first come first served. */
+export class AtMost {
+  private running = 0;
+  private readonly queue: Array<() => void> = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((turn) => this.queue.push(turn));
+    else this.running++;
+    try {
+      return await work();
+    } finally {
+      const next = this.queue.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
