@@ -47,7 +47,7 @@ describe("api killed while applying messages", () => {
       "100 messages in JetStream",
     );
 
-    // A row lock on the 50th message's order holds the consumer inside that message's transaction.
+    // A row lock on the 50th message's order holds the consumer inside the statement applying it.
     const fiftieth = (await jsm.streams.getMessage(stream, { seq: 50 })).json<PaymentMessage>();
     const lock = await holdRowLock(env.postgres.url, "orders", fiftieth.order_id);
     const paid = async () =>
@@ -62,6 +62,8 @@ describe("api killed while applying messages", () => {
       "the consumer to wait on the locked order",
     );
     const paidAtKill = await paid();
+    const [fiftiethAtKill] =
+      await stack.sql`select status from api.orders where id = ${fiftieth.order_id}`;
     await stack.api.stop("SIGKILL");
     await lock.release();
     await stack.api.start();
@@ -82,7 +84,10 @@ describe("api killed while applying messages", () => {
       settled_after_restart_s: seconds(restartedAt),
     });
 
-    expect(paidAtKill).toBe(49);
+    // Messages are applied many at once (M5), so how many others were paid by then varies; the
+    // one whose order is locked, and whatever shares its statement, were not.
+    expect(fiftiethAtKill.status).toBe("created");
+    expect(paidAtKill).toBeLessThan(100);
     expect(outcome.accepted).toBe(100);
     expect(outcome.lost).toBe(0);
     expect(outcome.appliedTwice).toBe(0);
