@@ -71,7 +71,8 @@ export function listPage<Item>(
   const total = rows[0]?.total ?? 0;
   const items = rows.flatMap(({ row }) => (row === null ? [] : [row])).slice(0, perPage);
   const last = items.at(-1);
-  const more = after === undefined ? (page - 1) * perPage + items.length < total : rows.length > perPage;
+  const more =
+    after === undefined ? (page - 1) * perPage + items.length < total : rows.length > perPage;
   return {
     items,
     page,

@@ -83,7 +83,13 @@ export const orderStatusChange = t.Object(
 );
 
 export const orderListQuery = t.Object(
-  { ...pageQuery, status: t.Optional(status), after: t.Optional(orderAfter) },
+  {
+    ...pageQuery,
+    // Without `default: undefined`, t.UnionEnum defaults to its first value: an absent status
+    // listed only `created` orders.
+    status: t.Optional(t.UnionEnum(orderStatus, { default: undefined })),
+    after: t.Optional(orderAfter),
+  },
   { additionalProperties: true },
 );
 export const orderPage = keysetPage(order);

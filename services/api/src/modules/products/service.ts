@@ -53,7 +53,13 @@ export async function listProducts(
 ) {
   const keyset = paging.after !== undefined;
   const name =
-    category === undefined ? (keyset ? "after" : "page") : keyset ? "categoryAfter" : "categoryPage";
+    category === undefined
+      ? keyset
+        ? "after"
+        : "page"
+      : keyset
+        ? "categoryAfter"
+        : "categoryPage";
   const rows = await run(db, name, {
     category,
     key: category ?? "",
