@@ -60,11 +60,12 @@ const y = (ms: number) =>
   ((Math.log10(ms) - Math.log10(yMin)) / (Math.log10(yMax) - Math.log10(yMin))) *
     (plot.bottom - plot.top);
 const rowsLabel = (rows: number) => (rows >= 1e6 ? `${rows / 1e6}M` : `${rows / 1e3}k`);
-const escape = (text: string) =>
+const xmlText = (text: string) =>
   text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 
 const out: string[] = [
   `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
+  "<title>P4: list latency against rows in the table, log scales</title>",
   `<rect width="${width}" height="${height}" fill="white"/>`,
   `<text x="${plot.left}" y="24" font-size="15" font-weight="bold">List latency (p50 ms, through HTTP) against rows in the table — log scales</text>`,
 ];
@@ -98,7 +99,7 @@ series.forEach((s, i) => {
   const ly = plot.top + 8 + i * 22;
   out.push(
     `<line x1="${plot.right + 20}" x2="${plot.right + 50}" y1="${ly}" y2="${ly}" stroke="${s.colour}" stroke-width="2"${dash}/>`,
-    `<text x="${plot.right + 58}" y="${ly + 4}">${escape(s.name)}</text>`,
+    `<text x="${plot.right + 58}" y="${ly + 4}">${xmlText(s.name)}</text>`,
   );
 });
 out.push(

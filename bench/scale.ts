@@ -6,14 +6,24 @@
  *   BENCH_ONLY=scale npm run bench     # or: bun bench/scale.ts (the api from source)
  *   BENCH_SCALE_SIZES=10000,100000 BENCH_SCALE_REQUESTS=40 bun bench/scale.ts
  *
- * Each query is asked BENCH_SCALE_REQUESTS times (default 25, after 3 warm-up requests), one
- * after another through the api's HTTP server, and its p50 and p99 reported with its growth
- * against the smallest size. `bun bench/scale-chart.ts <scale.json>` draws docs/scale.svg.
+ * Each size has an api process of its own, all running at once. Each query is asked
+ * BENCH_SCALE_REQUESTS times (default 25, after 3 warm-up rounds) of each size through its HTTP
+ * server, one request at a time, the sizes taking turns, and its p50 and p99 reported with its
+ * growth against the smallest size. `bun bench/scale-chart.ts <scale.json>` draws docs/scale.svg.
  */
 import { writeFileSync } from "node:fs";
 import { signToken } from "@commerce/testing/basics";
 import postgres from "postgres";
-import { databaseUrl, launch, makeRunDir, say, serviceCommand, serviceEnv, stop } from "./harness";
+import {
+  databaseUrl,
+  launch,
+  makeRunDir,
+  type Service,
+  say,
+  serviceCommand,
+  serviceEnv,
+  stop,
+} from "./harness";
 
 const sizes = (process.env.BENCH_SCALE_SIZES ?? "10000,100000,1000000").split(",").map(Number);
 const requests = Number(process.env.BENCH_SCALE_REQUESTS ?? 25);
@@ -83,47 +93,52 @@ const summary = (times: number[]) => {
   return { p50_ms: round(percentile(sorted, 50)), p99_ms: round(percentile(sorted, 99)) };
 };
 
-async function measure(url: string, token: string, path: string) {
-  const ask = async (target: string) => {
-    const started = performance.now();
-    const response = await fetch(`${url}${target}`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
-    const body = (await response.json()) as { next_after: number | null; total: number };
-    if (response.status !== 200) throw new Error(`GET ${target}: ${response.status}`);
-    return { ms: performance.now() - started, body };
-  };
-  for (let i = 0; i < 3; i++) await ask(path);
-  const times: number[] = [];
-  for (let i = 0; i < requests; i++) times.push((await ask(path)).ms);
-  return summary(times);
-}
+type Envelope = { next_after: number | null; total: number };
 
-/** A walk with `after` from the middle of a list: each request is the next page's. */
-async function walk(url: string, token: string, list: string, middlePage: number) {
-  const start = await fetch(`${url}${list}page=${middlePage}`, {
+async function ask(url: string, token: string, target: string) {
+  const started = performance.now();
+  const response = await fetch(`${url}${target}`, {
     headers: { authorization: `Bearer ${token}` },
   });
-  let after = ((await start.json()) as { next_after: number | null }).next_after;
-  const times: number[] = [];
-  for (let i = 0; i < requests + 3 && after !== null; i++) {
-    const started = performance.now();
-    const response = await fetch(`${url}${list}after=${after}`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
-    after = ((await response.json()) as { next_after: number | null }).next_after;
-    if (i >= 3) times.push(performance.now() - started);
-  }
-  return summary(times);
+  const body = (await response.json()) as Envelope;
+  if (response.status !== 200) throw new Error(`GET ${target}: ${response.status}`);
+  return { ms: performance.now() - started, body };
 }
 
-export type ScaleResults = {
-  sizes: number[];
-  requests: number;
-  queries: { name: string; by_size: { p50_ms: number; p99_ms: number }[] }[];
-};
+type Target = { url: string; next: () => string; seen?: (body: Envelope) => void };
 
-async function measureSize(command: string[], rows: number, runDir: string) {
+/**
+ * One query against every size, the sizes taking turns request by request, so whatever else
+ * runs on the machine meanwhile slows every size alike; 3 warm-up rounds first.
+ */
+async function interleaved(targets: Target[], token: string) {
+  const times = targets.map(() => [] as number[]);
+  for (let round = 0; round < 3 + requests; round++)
+    for (const [i, target] of targets.entries()) {
+      const { ms, body } = await ask(target.url, token, target.next());
+      target.seen?.(body);
+      if (round >= 3) times[i].push(ms);
+    }
+  return times.map(summary);
+}
+
+/** A walk with `after` from the middle of a list: each request asks for the next page. */
+async function walkFrom(url: string, token: string, list: string, middlePage: number) {
+  const start = (await ask(url, token, `${list}page=${middlePage}`)).body.next_after;
+  let after = start;
+  return {
+    url,
+    next: () => `${list}after=${after}`,
+    seen: (body: Envelope) => {
+      after = body.next_after ?? start;
+    },
+  };
+}
+
+type Size = { rows: number; api: Service };
+
+/** The size's database, created and loaded unless it already holds the rows; its api started. */
+async function prepare(command: string[], rows: number, runDir: string): Promise<Size> {
   const name = `scale_bench_${label(rows)}`;
   const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
   const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
@@ -142,49 +157,57 @@ async function measureSize(command: string[], rows: number, runDir: string) {
   try {
     await load(sql, rows);
     say(`${label(rows)}: vacuum analyze (index-only scans need the visibility map)`);
-    await sql`vacuum analyze api.products`;
-    await sql`vacuum analyze api.orders`;
-    await sql`vacuum analyze api.list_counts`;
+    await sql`vacuum analyze api.products, api.orders, api.list_counts`;
+  } finally {
+    await sql.end();
+  }
+  return { rows, api };
+}
+
+export type ScaleResults = {
+  sizes: number[];
+  requests: number;
+  queries: { name: string; by_size: { p50_ms: number; p99_ms: number }[] }[];
+};
+
+/** Every size at once, one api each; `command` starts the api (binary or source). */
+export async function scaleBench(command: string[], runDir: string): Promise<ScaleResults> {
+  const prepared: Size[] = [];
+  try {
+    for (const rows of sizes) prepared.push(await prepare(command, rows, runDir));
     const tokens = {
       admin: await signToken("bench-admin", "admin"),
       big: await signToken("bench-big"),
       small: await signToken("bench-c7"),
     };
-    const results: Record<string, { p50_ms: number; p99_ms: number }> = {};
-    for (const query of queries(rows)) {
-      results[query.name] = await measure(api.url, tokens[query.token], query.path);
-      say(`${label(rows)} ${query.name}: p50 ${results[query.name].p50_ms} ms`);
+    const results: ScaleResults["queries"] = [];
+    const perSize = prepared.map((size) => queries(size.rows));
+    for (const [q, query] of perSize[0].entries()) {
+      const by_size = await interleaved(
+        prepared.map((size, i) => ({ url: size.api.url, next: () => perSize[i][q].path })),
+        tokens[query.token],
+      );
+      results.push({ name: query.name, by_size });
+      say(`${query.name}: p50 ${by_size.map((s) => s.p50_ms).join(" / ")} ms`);
     }
     const middle = (n: number) => Math.ceil(Math.ceil(n / perPage) / 2);
-    results["products big (½), after walk from the middle"] = await walk(
-      api.url,
-      tokens.admin,
-      "/api/products?category=big&",
-      middle(rows / 2),
-    );
-    results["orders, admin, after walk from the middle"] = await walk(
-      api.url,
-      tokens.admin,
-      "/api/orders?",
-      middle(rows),
-    );
-    return results;
+    for (const [name, list, share] of [
+      ["products big (½), after walk from the middle", "/api/products?category=big&", 2],
+      ["orders, admin, after walk from the middle", "/api/orders?", 1],
+    ] as const) {
+      const targets = await Promise.all(
+        prepared.map((size) =>
+          walkFrom(size.api.url, tokens.admin, list, middle(size.rows / share)),
+        ),
+      );
+      const by_size = await interleaved(targets, tokens.admin);
+      results.push({ name, by_size });
+      say(`${name}: p50 ${by_size.map((s) => s.p50_ms).join(" / ")} ms`);
+    }
+    return { sizes, requests, queries: results };
   } finally {
-    await sql.end();
-    await stop(api);
+    await Promise.all(prepared.map((size) => stop(size.api)));
   }
-}
-
-/** Every size, smallest first; `command` starts the api (binary or source). */
-export async function scaleBench(command: string[], runDir: string): Promise<ScaleResults> {
-  const bySize: Awaited<ReturnType<typeof measureSize>>[] = [];
-  for (const rows of sizes) bySize.push(await measureSize(command, rows, runDir));
-  const names = Object.keys(bySize[0]);
-  return {
-    sizes,
-    requests,
-    queries: names.map((name) => ({ name, by_size: bySize.map((size) => size[name]) })),
-  };
 }
 
 /** P4's goals: page 1 within 2× of the smallest size, the last page within 5×. */

@@ -7,10 +7,6 @@ export const pageQuery = {
   per_page: t.Optional(urlInt("query", "per_page", 1, 100, { default: 20 })),
 };
 
-/** The list envelope (P1) around items of one schema. */
-export const page = <T extends Parameters<typeof t.Array>[0]>(item: T) =>
-  t.Object(pageFields(item));
-
 const pageFields = <T extends Parameters<typeof t.Array>[0]>(item: T) => ({
   items: t.Array(item),
   page: integer(),
@@ -18,6 +14,10 @@ const pageFields = <T extends Parameters<typeof t.Array>[0]>(item: T) => ({
   per_page: integer(),
   total: integer(),
 });
+
+/** The list envelope (P1) around items of one schema. */
+export const page = <T extends Parameters<typeof t.Array>[0]>(item: T) =>
+  t.Object(pageFields(item));
 
 /**
  * The envelope of a list that also pages by keyset (P4): `next_after`, the `after` of the

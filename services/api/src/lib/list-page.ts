@@ -17,12 +17,13 @@ export type ListShape = {
 };
 
 /**
- * P4: the two statements of a list, built by `read` from the list's total (a CTE of one row)
- * left-joined to its rows on `rowsOf` (so a page past the end still carries its total),: each
- * one statement, so the total and the rows come from one snapshot. `page` finds the page's ids with an index-only scan, from the far end of the list
- * when the page lies in its back half, so the last page costs what the first does; `after`
- * (keyset) reads `limit + 1` ids after the cursor, the extra one saying whether more follow.
- * Placeholders: `key`, `limit`, `offset` or `after`, and those of `where`.
+ * P4: the two statements of a list, each built by `read` as the list's total (a CTE of one row)
+ * left-joined to its rows on `rowsOf`, so a page past the end still carries its total, and one
+ * statement, so the total and the rows come from one snapshot. `page` finds the page's ids with
+ * an index-only scan, from the far end of the list when the page lies in its back half, so the
+ * last page costs what the first does; `after` (keyset) reads `limit + 1` ids after the cursor,
+ * the extra one saying whether more follow. Placeholders: `key`, `limit`, `offset` or `after`,
+ * and those of `where`.
  */
 export function listStatements<Statement>(
   db: StatementBuilder,
