@@ -49,6 +49,7 @@ import {
   wrk as wrkFor,
 } from "./harness";
 import { measureOrderPaidLatency, type PlacedOrder } from "./order-paid-latency";
+import { renderScale, scaleBench } from "./scale";
 import { checkoutRun, hotProductOrders, stockRace } from "./stock";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -226,6 +227,11 @@ async function main() {
     const build = Bun.spawnSync([process.execPath, "scripts/build.ts"], { cwd: root });
     if (build.exitCode !== 0) throw new Error(`npm run build failed:\n${build.stderr}`);
   }
+  if (process.env.BENCH_ONLY === "scale") {
+    const scale = await scaleBench(serviceCommand("api"), runDir);
+    writeFileSync(`${runDir}/scale.json`, `${JSON.stringify(scale, null, 2)}\n`);
+    return console.log(renderScale(scale));
+  }
   nc = await connect({ servers: natsUrl });
   await findPostmaster(sql);
 
@@ -344,6 +350,8 @@ async function main() {
     ]),
   );
   await Promise.all([stop(api), stop(payments), stop(webhookPayments)]);
+  say("scale: list latency with 10 thousand to 1 million rows, a database of its own each");
+  const scale = await scaleBench(serviceCommand("api"), runDir);
 
   const results = {
     run: runId,
@@ -372,9 +380,10 @@ async function main() {
     startup,
     memory_after: memoryAfter,
     log_lines: logLines,
+    scale,
   };
   writeFileSync(`${runDir}/results.json`, `${JSON.stringify(results, null, 2)}\n`);
-  const report = render(results);
+  const report = `${render(results)}\n${renderScale(scale)}`;
   writeFileSync(`${runDir}/results.md`, report);
   console.log(report);
   say(`results: ${runDir}/results.json and results.md`);

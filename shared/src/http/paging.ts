@@ -7,21 +7,41 @@ export const pageQuery = {
   per_page: t.Optional(urlInt("query", "per_page", 1, 100, { default: 20 })),
 };
 
+const pageFields = <T extends Parameters<typeof t.Array>[0]>(item: T) => ({
+  items: t.Array(item),
+  page: integer(),
+  pages: integer(),
+  per_page: integer(),
+  total: integer(),
+});
+
 /** The list envelope (P1) around items of one schema. */
 export const page = <T extends Parameters<typeof t.Array>[0]>(item: T) =>
+  t.Object(pageFields(item));
+
+/**
+ * The envelope of a list that also pages by keyset (P4): `next_after`, the `after` of the
+ * following page, or null at the end.
+ */
+export const keysetPage = <T extends Parameters<typeof t.Array>[0]>(item: T) =>
   t.Object({
-    items: t.Array(item),
-    page: integer(),
-    pages: integer(),
-    per_page: integer(),
-    total: integer(),
+    ...pageFields(item),
+    next_after: t.Nullable(
+      integer({ description: "Pass as `after` for the following page; null at the end" }),
+    ),
   });
 
-export type PageRequest = { page: number; perPage: number };
+/** `after` (P4): a page starts after the item of this id, in the list's order. */
+export type PageRequest = { page: number; perPage: number; after?: number };
 
-export const pageRequestOf = (query: { page?: number; per_page?: number }): PageRequest => ({
+export const pageRequestOf = (query: {
+  page?: number;
+  per_page?: number;
+  after?: number;
+}): PageRequest => ({
   page: query.page ?? 1,
   perPage: query.per_page ?? 20,
+  ...(query.after === undefined ? {} : { after: query.after }),
 });
 
 export const offsetOf = ({ page, perPage }: PageRequest) => (page - 1) * perPage;

@@ -9,6 +9,7 @@ import {
   pgSchema,
   primaryKey,
   serial,
+  smallint,
   text,
   timestamp,
 } from "drizzle-orm/pg-core";
@@ -57,6 +58,9 @@ export const orders = api.table(
   },
   (table) => [
     index("orders_customer_id_idx").on(table.customerId, table.id),
+    // P4: a page of one status, or of one customer's orders of one status, read from an index.
+    index("orders_status_id_idx").on(table.status, table.id),
+    index("orders_customer_status_id_idx").on(table.customerId, table.status, table.id),
     index("orders_expiry_idx").on(table.expiresAt).where(sql`${table.status} = 'created'`),
     check(
       "orders_status_check",
@@ -67,6 +71,25 @@ export const orders = api.table(
       sql`${table.cancelReason} is null or ${table.cancelReason} in ('customer', 'admin', 'expired')`,
     ),
   ],
+);
+
+/**
+ * P4: how many rows each list holds, kept by triggers on products and orders in the transaction
+ * of every write, so a page reads its exact `total` without counting. A list's count is the sum
+ * of its slots; each connection adds to its own slot, so concurrent orders never queue on one row.
+ * `list` is `products`, `products/category`, `orders`, `orders/status`, `orders/customer` or
+ * `orders/customer+status`; `key` is '' for a whole table, else the category, status, customer
+ * id, or status, a space and the customer id.
+ */
+export const listCounts = api.table(
+  "list_counts",
+  {
+    list: text("list").notNull(),
+    key: text("key").notNull(),
+    slot: smallint("slot").notNull(),
+    n: bigint("n", { mode: "number" }).notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.list, table.key, table.slot] })],
 );
 
 /** The lines of an order (R1): one per product, at the product's price when the order was made. */

@@ -1,9 +1,9 @@
 import { ValidationError } from "@commerce/shared/errors";
-import { page, pageQuery } from "@commerce/shared/http/paging";
+import { keysetPage, pageQuery } from "@commerce/shared/http/paging";
 import { t } from "elysia";
 import { orderStatus } from "../../db/schema";
 import { bodyInt, integer } from "../../lib/fields";
-import { productIdField } from "../../lib/ids";
+import { orderAfter, productIdField } from "../../lib/ids";
 
 const timestamp = (description: string) =>
   t.Nullable(t.String({ format: "date-time", description }));
@@ -83,10 +83,16 @@ export const orderStatusChange = t.Object(
 );
 
 export const orderListQuery = t.Object(
-  { ...pageQuery, status: t.Optional(status) },
+  {
+    ...pageQuery,
+    // Without `default: undefined`, t.UnionEnum defaults to its first value: an absent status
+    // listed only `created` orders.
+    status: t.Optional(t.UnionEnum(orderStatus, { default: undefined })),
+    after: t.Optional(orderAfter),
+  },
   { additionalProperties: true },
 );
-export const orderPage = page(order);
+export const orderPage = keysetPage(order);
 
 export const timeline = t.Object({
   items: t.Array(

@@ -5,12 +5,13 @@ import {
   NotFoundError,
   ValidationError,
 } from "@commerce/shared/errors";
-import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/http/paging";
+import { offsetOf, type PageRequest } from "@commerce/shared/http/paging";
 import type { EventSource, MessageTopology } from "@commerce/shared/messages";
-import { and, asc, count, desc, eq, sql } from "drizzle-orm";
+import { and, asc, desc, eq, type SQL, sql } from "drizzle-orm";
 import type { Database, Executor, Transaction } from "../../db";
 import { orderEvents, orderItems, orders, products } from "../../db/schema";
 import { once } from "../../lib/idempotency";
+import { type ListTotal, listPage, listStatements } from "../../lib/list-page";
 import { preparedStatements } from "../../lib/prepared";
 import { type TimelineType, takeStock, transition, writeOrderEvent } from "./lifecycle";
 import type { Order, OrderLine, OrderStatus } from "./model";
@@ -37,21 +38,21 @@ export const orderSettingsOf = (deps: {
 const run = preparedStatements((db) => {
   const customerId = sql.placeholder("customerId");
   const status = sql.placeholder("status");
-  const limit = sql.placeholder("limit");
-  const offset = sql.placeholder("offset");
-  const pageColumns = { order: orders, total: sql<number>`count(*) over ()`.mapWith(Number) };
-  const page = (where?: ReturnType<typeof and>) =>
+  const read = (total: ListTotal, rowsOf: SQL) =>
     db
-      .select(pageColumns)
-      .from(orders)
-      .where(where)
-      .orderBy(desc(orders.id))
-      .limit(limit)
-      .offset(offset);
-  const total = (where?: ReturnType<typeof and>) =>
-    db.select({ total: count() }).from(orders).where(where);
+      .with(total)
+      .select({ total: total.n, row: orders })
+      .from(total)
+      .leftJoin(orders, rowsOf)
+      .orderBy(desc(orders.id));
+  const list = (name: string, where?: SQL) =>
+    listStatements(db, { table: orders, id: orders.id, order: "desc", list: name, where }, read);
   const own = eq(orders.customerId, customerId);
   const inStatus = eq(orders.status, status);
+  const all = list("orders");
+  const ownList = list("orders/customer", own);
+  const allStatus = list("orders/status", inStatus);
+  const ownStatus = list("orders/customer+status", and(own, inStatus));
   return {
     products: db
       .select({
@@ -87,14 +88,14 @@ const run = preparedStatements((db) => {
       })
       .returning()
       .prepare("insert_order_item"),
-    allPage: page().prepare("orders_page"),
-    ownPage: page(own).prepare("own_orders_page"),
-    allStatusPage: page(inStatus).prepare("orders_status_page"),
-    ownStatusPage: page(and(own, inStatus)).prepare("own_orders_status_page"),
-    allCount: total().prepare("orders_count"),
-    ownCount: total(own).prepare("own_orders_count"),
-    allStatusCount: total(inStatus).prepare("orders_status_count"),
-    ownStatusCount: total(and(own, inStatus)).prepare("own_orders_status_count"),
+    allPage: all.page.prepare("orders_page"),
+    allAfter: all.after.prepare("orders_after"),
+    ownPage: ownList.page.prepare("own_orders_page"),
+    ownAfter: ownList.after.prepare("own_orders_after"),
+    allStatusPage: allStatus.page.prepare("orders_status_page"),
+    allStatusAfter: allStatus.after.prepare("orders_status_after"),
+    ownStatusPage: ownStatus.page.prepare("own_orders_status_page"),
+    ownStatusAfter: ownStatus.after.prepare("own_orders_status_after"),
   };
 });
 
@@ -229,28 +230,28 @@ export async function orderTimeline(db: Executor, principal: Principal, id: numb
   };
 }
 
-/** R3: own orders (all for an admin), newest first, optionally of one status. */
+/** R3, P4: own orders (all for an admin), newest first, optionally of one status. */
 export async function listOrders(
   db: Database,
   principal: Principal,
   paging: PageRequest,
   status?: OrderStatus,
 ) {
-  const window = {
-    customerId: principal.customerId,
-    status,
-    limit: paging.perPage,
-    offset: offsetOf(paging),
-  };
   const scope = principal.admin ? "all" : "own";
   const filtered = status ? "Status" : "";
-  const rows = await run(db, `${scope}${filtered}Page` as "allPage", window);
-  const page = await pageFromWindow(
-    rows,
-    () => run(db, `${scope}${filtered}Count` as "allCount", window),
-    paging,
-    (row) => row.order,
-  );
+  const by = paging.after === undefined ? "Page" : "After";
+  const customerId = principal.customerId;
+  // The counter keys the triggers of migration 0006 write.
+  const key = principal.admin ? (status ?? "") : status ? `${status} ${customerId}` : customerId;
+  const rows = await run(db, `${scope}${filtered}${by}` as "allPage", {
+    customerId,
+    status,
+    key,
+    limit: paging.perPage,
+    offset: offsetOf(paging),
+    after: paging.after,
+  });
+  const page = listPage(rows, paging, (row) => row.id);
   return { ...page, items: await withItems(db, page.items) };
 }
 

@@ -1,6 +1,7 @@
-import { page, pageQuery } from "@commerce/shared/http/paging";
+import { keysetPage, pageQuery } from "@commerce/shared/http/paging";
 import { t } from "elysia";
 import { bodyInt, integer, text } from "../../lib/fields";
+import { productAfter } from "../../lib/ids";
 
 export const product = t.Object({
   id: integer(),
@@ -34,11 +35,11 @@ export const productChange = t.Partial(t.Object(fields), {
 });
 
 export const productQuery = t.Object(
-  { category: t.Optional(text(1, 100)), ...pageQuery },
+  { category: t.Optional(text(1, 100)), ...pageQuery, after: t.Optional(productAfter) },
   { additionalProperties: true },
 );
 
-export const productPage = page(product);
+export const productPage = keysetPage(product);
 
 export type Product = typeof product.static;
 export type NewProduct = typeof newProduct.static;

@@ -30,6 +30,7 @@ describe("products", () => {
       pages: 3,
       per_page: 2,
       total: 5,
+      next_after: made[1].id,
     });
     const last = await api.call("GET", `/api/products?category=${category}&per_page=2&page=3`, {
       token: customer,
@@ -46,14 +47,28 @@ describe("products", () => {
       token: customer,
     });
     expect(past.status).toBe(200);
-    expect(past.json).toEqual({ items: [], page: 7, pages: 1, per_page: 20, total: 1 });
+    expect(past.json).toEqual({
+      items: [],
+      page: 7,
+      pages: 1,
+      per_page: 20,
+      total: 1,
+      next_after: null,
+    });
   });
 
   test("P1: an unknown category gives 0 pages and no items", async () => {
     const res = await api.call("GET", `/api/products?category=${unique("none")}`, {
       token: customer,
     });
-    expect(res.json).toEqual({ items: [], page: 1, pages: 0, per_page: 20, total: 0 });
+    expect(res.json).toEqual({
+      items: [],
+      page: 1,
+      pages: 0,
+      per_page: 20,
+      total: 0,
+      next_after: null,
+    });
   });
 
   test("P1: without a category lists every product", async () => {

@@ -1,8 +1,9 @@
 import { NotFoundError } from "@commerce/shared/errors";
-import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/http/paging";
-import { asc, count, eq, sql } from "drizzle-orm";
+import { offsetOf, type PageRequest } from "@commerce/shared/http/paging";
+import { asc, eq, type SQL, sql } from "drizzle-orm";
 import type { Database } from "../../db";
 import { products } from "../../db/schema";
+import { type ListTotal, listPage, listStatements } from "../../lib/list-page";
 import { preparedStatements } from "../../lib/prepared";
 import type { NewProduct, Product, ProductChange } from "./model";
 
@@ -17,50 +18,56 @@ const columns = {
 /** The catalog's hot reads. */
 const run = preparedStatements((db) => {
   const id = sql.placeholder("id");
-  const category = sql.placeholder("category");
-  const limit = sql.placeholder("limit");
-  const offset = sql.placeholder("offset");
-  // One query per page: the window count comes with the rows.
-  const pageColumns = { ...columns, total: sql<number>`count(*) over ()`.mapWith(Number) };
+  const read = (total: ListTotal, rowsOf: SQL) =>
+    db
+      .with(total)
+      .select({ total: total.n, row: columns })
+      .from(total)
+      .leftJoin(products, rowsOf)
+      .orderBy(asc(products.id));
+  const shape = { table: products, id: products.id, order: "asc" } as const;
+  const all = listStatements(db, { ...shape, list: "products" }, read);
+  const inCategory = listStatements(
+    db,
+    {
+      ...shape,
+      list: "products/category",
+      where: eq(products.category, sql.placeholder("category")),
+    },
+    read,
+  );
   return {
     byId: db.select(columns).from(products).where(eq(products.id, id)).prepare("product_by_id"),
-    page: db
-      .select(pageColumns)
-      .from(products)
-      .orderBy(asc(products.id))
-      .limit(limit)
-      .offset(offset)
-      .prepare("products_page"),
-    categoryPage: db
-      .select(pageColumns)
-      .from(products)
-      .where(eq(products.category, category))
-      .orderBy(asc(products.id))
-      .limit(limit)
-      .offset(offset)
-      .prepare("products_category_page"),
-    count: db.select({ total: count() }).from(products).prepare("products_count"),
-    categoryCount: db
-      .select({ total: count() })
-      .from(products)
-      .where(eq(products.category, category))
-      .prepare("products_category_count"),
+    page: all.page.prepare("products_page"),
+    after: all.after.prepare("products_after"),
+    categoryPage: inCategory.page.prepare("products_category_page"),
+    categoryAfter: inCategory.after.prepare("products_category_after"),
   };
 });
 
+/** P1, P4: a page of products, all or of one category, by page number or after an id. */
 export async function listProducts(
   db: Database,
   category: string | undefined,
   paging: PageRequest,
 ) {
-  const window = { category, limit: paging.perPage, offset: offsetOf(paging) };
-  const rows = await run(db, category === undefined ? "page" : "categoryPage", window);
-  return pageFromWindow(
-    rows,
-    () => run(db, category === undefined ? "count" : "categoryCount", { category }),
-    paging,
-    ({ total: _, ...product }) => product,
-  );
+  const keyset = paging.after !== undefined;
+  const name =
+    category === undefined
+      ? keyset
+        ? "after"
+        : "page"
+      : keyset
+        ? "categoryAfter"
+        : "categoryPage";
+  const rows = await run(db, name, {
+    category,
+    key: category ?? "",
+    limit: paging.perPage,
+    offset: offsetOf(paging),
+    after: paging.after,
+  });
+  return listPage(rows, paging, (product) => product.id);
 }
 
 export async function getProduct(db: Database, id: number): Promise<Product> {

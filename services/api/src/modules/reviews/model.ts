@@ -19,7 +19,8 @@ export const review = t.Object({
 });
 
 export const reviewQuery = t.Object(
-  { ...pageQuery, status: t.Optional(t.UnionEnum(reviewStatuses)) },
+  // `default: undefined`: t.UnionEnum defaults to its first value, so no status listed only open.
+  { ...pageQuery, status: t.Optional(t.UnionEnum(reviewStatuses, { default: undefined })) },
   { additionalProperties: true },
 );
 
