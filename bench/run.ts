@@ -184,8 +184,10 @@ async function cleanUp() {
   );
   const paymentSubjects = Object.values(prefix).map((p) => messageTopology(p).payments.orderPaid);
   await sql`delete from api.outbox where subject = any(${apiSubjects})`;
-  await sql`delete from payments.outbox where subject = any(${paymentSubjects})`;
-  await sql`delete from payments.notifications where id like ${`bench${runId}%`}`;
+  if (!ordersOnly) {
+    await sql`delete from payments.outbox where subject = any(${paymentSubjects})`;
+    await sql`delete from payments.notifications where id like ${`bench${runId}%`}`;
+  }
   if (nc) {
     const jsm = await nc.jetstreamManager();
     for (const p of Object.values(prefix))
