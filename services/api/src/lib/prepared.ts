@@ -10,7 +10,7 @@ export type StatementBuilder = typeof builder;
 type Statement = { execute(values?: Record<string, unknown>): Promise<unknown> };
 
 /** The postgres.js client behind the database or a transaction (drizzle keeps it on its session). */
-const clientOf = (executor: Executor) =>
+export const clientOf = (executor: Executor) =>
   (executor as unknown as { session: { client: Sql } }).session.client;
 
 /**
