@@ -177,6 +177,7 @@ export async function placeOrder(
       from placed, line join product on product.id = line.product_id
       returning *
     ), event as (
+      -- The message writeOrderEvent writes for the other moves, with orderEventMessageId's id.
       insert into api.outbox (subject, message_id, payload)
       select ${settings.topology.orders.event("created")}, 'order-created-' || id,
         jsonb_build_object('order_id', id, 'status', status, 'amount', amount,
