@@ -5,6 +5,7 @@
  *   npm run bench                      # compiled binaries (npm run build is run first)
  *   BENCH_SOURCES=1 npm run bench      # the services from source instead
  *   BENCH_SECONDS=8 BENCH_ROUNDS=3 BENCH_LATENCY_COUNT=1000 BENCH_KEEP=1 npm run bench
+ *   BENCH_ONLY=orders npm run bench    # only POST /api/orders and the stock rows (~2 min)
  *
  * Each read comparison runs api, floor and Express in alternating rounds within this one process,
  * with the same wrk threads and connections; ratios are taken round by round, then the median.
@@ -60,6 +61,7 @@ const burstRounds = 2;
 const burstInFlight = 32;
 const useSources = process.env.BENCH_SOURCES === "1";
 const keepLogs = process.env.BENCH_KEEP === "1";
+const ordersOnly = process.env.BENCH_ONLY === "orders";
 const webhookConnections = 32;
 const startupRuns = 5;
 
@@ -208,14 +210,59 @@ async function cleanUp() {
   );
   const paymentSubjects = Object.values(prefix).map((p) => messageTopology(p).payments.orderPaid);
   await sql`delete from api.outbox where subject = any(${apiSubjects})`;
-  await sql`delete from payments.outbox where subject = any(${paymentSubjects})`;
-  await sql`delete from payments.notifications where id like ${`bench${runId}%`}`;
+  if (!ordersOnly) {
+    await sql`delete from payments.outbox where subject = any(${paymentSubjects})`;
+    await sql`delete from payments.notifications where id like ${`bench${runId}%`}`;
+  }
   if (nc) {
     const jsm = await nc.jetstreamManager();
     for (const p of Object.values(prefix))
       for (const stream of streamsOf(messageTopology(p)))
         await jsm.streams.delete(stream.name).catch(() => {});
   }
+}
+
+/** POST /api/orders, then the stock rows: one hot product, checkout, the race for a stock of 10. */
+async function measureOrders(api: Service, tokens: string[]) {
+  say("POST /api/orders");
+  await wrk(api, "order.lua", [runDir], { duration: 2 });
+  const orderRuns: WrkRun[] = [];
+  for (let round = 0; round < rounds; round++) {
+    orderRuns.push(await wrk(api, "order.lua", [runDir]));
+    say(
+      `order round ${round + 1}: ${orderRuns[round].rps} req/s, p99 ${orderRuns[round].p99_ms} ms`,
+    );
+  }
+  checkClean(orderRuns, "order.lua");
+
+  say("orders on one hot product, stock tracked and not, alternating");
+  const hot = await hotProductOrders(sql, api, runDir, rounds, (target, script, args) =>
+    wrk(target, script, args),
+  );
+  say("POST /api/cart/checkout, 32 customers at once");
+  const checkout = await checkoutRun(sql, api, tokens, 32, seconds);
+  say("1000 concurrent one-unit orders for a stock of 10");
+  const race = await stockRace(sql, api, tokens);
+  say(`race: ${race.created} created, ${race.refused_409} refused, stock left ${race.stock_left}`);
+  return { orders: orderRuns, stock: { hot, checkout, race } };
+}
+
+/** BENCH_ONLY=orders: the order and stock rows alone, to compare one change quickly. */
+async function ordersAndStock(api: Service, tokens: string[], host: ReturnType<typeof machine>) {
+  const { orders, stock } = await measureOrders(api, tokens);
+  await stop(api);
+  const results = { run: runId, mode: useSources ? "sources" : "binaries", machine: host, stock };
+  const report = [
+    `Orders only; services as ${results.mode}; ${rounds} rounds × ${seconds} s; load average at start ${host.load_average_at_start}.`,
+    "",
+    ...writeRows(summarise(orders), stock),
+    "",
+    ...stockTables(stock),
+    "",
+  ].join("\n");
+  writeFileSync(`${runDir}/results.json`, `${JSON.stringify({ ...results, orders }, null, 2)}\n`);
+  writeFileSync(`${runDir}/results.md`, report);
+  console.log(report);
 }
 
 async function main() {
@@ -236,8 +283,9 @@ async function main() {
   await findPostmaster(sql);
 
   const api = await launch("api", serviceCommand("api"), serviceEnv(prefix.main));
-  const payments = await launch("payments", serviceCommand("payments"), paymentsEnv(prefix.main));
   const productIds = await loadCatalog(sql);
+  if (ordersOnly) return ordersAndStock(api, await writeDataFiles(runDir, productIds), host);
+  const payments = await launch("payments", serviceCommand("payments"), paymentsEnv(prefix.main));
 
   say("exec to /ready, 5 starts of each service");
   const startup = { api: await binaryStartup("api"), payments: await binaryStartup("payments") };
@@ -259,26 +307,8 @@ async function main() {
   await stop(floor);
   await stop(express);
 
-  say("POST /api/orders");
-  await wrk(api, "order.lua", [runDir], { duration: 2 });
-  const orderRuns: WrkRun[] = [];
-  for (let round = 0; round < rounds; round++) {
-    orderRuns.push(await wrk(api, "order.lua", [runDir]));
-    say(
-      `order round ${round + 1}: ${orderRuns[round].rps} req/s, p99 ${orderRuns[round].p99_ms} ms`,
-    );
-  }
-  checkClean(orderRuns, "order.lua");
-
-  say("orders on one hot product, stock tracked and not, alternating");
-  const hot = await hotProductOrders(sql, api, runDir, rounds, (target, script, args) =>
-    wrk(target, script, args),
-  );
-  say("POST /api/cart/checkout, 32 customers at once");
-  const checkout = await checkoutRun(sql, api, tokens, 32, seconds);
-  say("1000 concurrent one-unit orders for a stock of 10");
-  const race = await stockRace(sql, api, tokens);
-  say(`race: ${race.created} created, ${race.refused_409} refused, stock left ${race.stock_left}`);
+  const { orders: orderRuns, stock } = await measureOrders(api, tokens);
+  const { hot, checkout, race } = stock;
 
   say("webhook acceptance on a payments process of its own (its messages reach no consumer)");
   const webhookPayments = await launch(
@@ -413,6 +443,37 @@ const ms = (value: number) => (Number.isNaN(value) ? "-" : value.toFixed(2));
 const x = (value: number) => `${value.toFixed(2)}×`;
 const verdict = (ok: boolean) => (ok ? "met" : "**missed**");
 
+type Stock = Results["stock"];
+type Summary = ReturnType<typeof summarise>;
+
+const writeRow = (label: string, connections: number, w: Summary) =>
+  `| ${label} | ${connections} | ${w.rps} | ${w.rps_each.join(", ")} | ${ms(w.p50_ms)} | ${ms(w.p99_ms)} | ${w.server_cpu_us} | ${w.postgres_cpu_us} | ${w.nats_cpu_us} | ${w.other_cpu_pct_max} | ${w.errors} / ${w.non2xx} |`;
+
+/** The write table's header and its order rows (the webhook's row follows in the full report). */
+const writeRows = (orders: Summary, stock: Stock) => [
+  "| write | connections | req/s (median) | req/s each round | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | NATS CPU µs/req | other CPU % | errors / non-2xx |",
+  "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+  writeRow("POST /api/orders (api)", readConnections, orders),
+  writeRow("POST /api/orders, one hot product, stock tracked", readConnections, stock.hot.tracked),
+  writeRow(
+    "POST /api/orders, one hot product, stock not tracked",
+    readConnections,
+    stock.hot.untracked,
+  ),
+];
+
+const stockTables = ({ checkout, race, hot }: Stock) => [
+  `Hot tracked / untracked: ${x(hot.tracked_over_untracked)} (${hot.tracked_over_untracked_each.join(", ")}); stock consistent: ${hot.stock_consistent}.`,
+  "",
+  "| checkout (after a PUT filling the cart), 32 customers | checkouts | checkouts/s | p50 ms | p99 ms | failures |",
+  "|---|---:|---:|---:|---:|---:|",
+  `| POST /api/cart/checkout | ${checkout.checkouts} | ${checkout.checkouts_per_s} | ${ms(checkout.p50_ms)} | ${ms(checkout.p99_ms)} | ${checkout.failures} |`,
+  "",
+  "| race | orders sent at once | 201 | 409 | other | stock left | ms |",
+  "|---|---:|---:|---:|---:|---:|---:|",
+  `| one-unit orders for stock 10 | ${race.orders} | ${race.created} | ${race.refused_409} | ${race.other} | ${race.stock_left} | ${race.ms} |`,
+];
+
 function render(r: Results): string {
   const out: string[] = [];
   const m = r.machine;
@@ -446,20 +507,10 @@ function render(r: Results): string {
   }
   out.push(
     "",
-    "| write | connections | req/s (median) | req/s each round | p50 ms | p99 ms | server CPU µs/req | PostgreSQL CPU µs/req | NATS CPU µs/req | other CPU % | errors / non-2xx |",
-    "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-    `| POST /api/orders (api) | ${readConnections} | ${r.orders.rps} | ${r.orders.rps_each.join(", ")} | ${ms(r.orders.p50_ms)} | ${ms(r.orders.p99_ms)} | ${r.orders.server_cpu_us} | ${r.orders.postgres_cpu_us} | ${r.orders.nats_cpu_us} | ${r.orders.other_cpu_pct_max} | ${r.orders.errors} / ${r.orders.non2xx} |`,
-    `| POST /api/orders, one hot product, stock tracked | ${readConnections} | ${r.stock.hot.tracked.rps} | ${r.stock.hot.tracked.rps_each.join(", ")} | ${ms(r.stock.hot.tracked.p50_ms)} | ${ms(r.stock.hot.tracked.p99_ms)} | ${r.stock.hot.tracked.server_cpu_us} | ${r.stock.hot.tracked.postgres_cpu_us} | ${r.stock.hot.tracked.nats_cpu_us} | ${r.stock.hot.tracked.other_cpu_pct_max} | ${r.stock.hot.tracked.errors} / ${r.stock.hot.tracked.non2xx} |`,
-    `| POST /api/orders, one hot product, stock not tracked | ${readConnections} | ${r.stock.hot.untracked.rps} | ${r.stock.hot.untracked.rps_each.join(", ")} | ${ms(r.stock.hot.untracked.p50_ms)} | ${ms(r.stock.hot.untracked.p99_ms)} | ${r.stock.hot.untracked.server_cpu_us} | ${r.stock.hot.untracked.postgres_cpu_us} | ${r.stock.hot.untracked.nats_cpu_us} | ${r.stock.hot.untracked.other_cpu_pct_max} | ${r.stock.hot.untracked.errors} / ${r.stock.hot.untracked.non2xx} |`,
+    ...writeRows(r.orders, r.stock),
     `| POST /api/webhooks/payment (payments), unique signed notifications | ${webhookConnections} | ${r.webhook.rps} | ${r.webhook.rps_each.join(", ")} | ${ms(r.webhook.p50_ms)} | ${ms(r.webhook.p99_ms)} | ${r.webhook.server_cpu_us} | ${r.webhook.postgres_cpu_us} | ${r.webhook.nats_cpu_us} | ${r.webhook.other_cpu_pct_max} | ${r.webhook.errors} / ${r.webhook.non2xx} |`,
     "",
-    "| checkout (after a PUT filling the cart), 32 customers | checkouts | checkouts/s | p50 ms | p99 ms | failures |",
-    "|---|---:|---:|---:|---:|---:|",
-    `| POST /api/cart/checkout | ${r.stock.checkout.checkouts} | ${r.stock.checkout.checkouts_per_s} | ${ms(r.stock.checkout.p50_ms)} | ${ms(r.stock.checkout.p99_ms)} | ${r.stock.checkout.failures} |`,
-    "",
-    "| race | orders sent at once | 201 | 409 | other | stock left | ms |",
-    "|---|---:|---:|---:|---:|---:|---:|",
-    `| one-unit orders for stock 10 | ${r.stock.race.orders} | ${r.stock.race.created} | ${r.stock.race.refused_409} | ${r.stock.race.other} | ${r.stock.race.stock_left} | ${r.stock.race.ms} |`,
+    ...stockTables(r.stock),
     "",
     "| pipeline | notifications | p50 ms | p99 ms | max ms | lost |",
     "|---|---:|---:|---:|---:|---:|",

@@ -12,21 +12,23 @@ import { type OrderSettings, orderSettingsOf, placeOnce, placeOrder } from "./se
 
 /**
  * C4: an order of the cart's lines at current prices (the stock rule of R1 applies), and the
- * cart emptied, in the caller's transaction. The cart's rows are locked first, so two checkouts
- * of one cart make one order and the second finds the cart empty.
+ * cart emptied, in one transaction (a savepoint when the caller's R2 transaction holds one). The
+ * cart's rows are locked first, so two checkouts of one cart make one order and the second
+ * finds the cart empty.
  */
-export async function checkout(tx: Executor, settings: OrderSettings, customerId: string) {
-  const lines = await tx
-    .select({ product_id: cartItems.productId, qty: cartItems.qty })
-    .from(cartItems)
-    .where(eq(cartItems.customerId, customerId))
-    .orderBy(asc(cartItems.productId))
-    .for("update");
-  if (lines.length === 0) throw new ConflictError("The cart is empty");
-  const placed = await placeOrder(tx, settings, customerId, lines);
-  await tx.delete(cartItems).where(eq(cartItems.customerId, customerId));
-  return placed;
-}
+export const checkout = (executor: Executor, settings: OrderSettings, customerId: string) =>
+  executor.transaction(async (tx) => {
+    const lines = await tx
+      .select({ product_id: cartItems.productId, qty: cartItems.qty })
+      .from(cartItems)
+      .where(eq(cartItems.customerId, customerId))
+      .orderBy(asc(cartItems.productId))
+      .for("update");
+    if (lines.length === 0) throw new ConflictError("The cart is empty");
+    const placed = await placeOrder(tx, settings, customerId, lines);
+    await tx.delete(cartItems).where(eq(cartItems.customerId, customerId));
+    return placed;
+  });
 
 /** POST /api/cart/checkout: the cart becomes an order (the orders feature owns making orders). */
 export const checkoutController = (deps: ApiDeps) => {
@@ -45,7 +47,7 @@ export const checkoutController = (deps: ApiDeps) => {
             key: headers["idempotency-key"],
             what: "POST /api/cart/checkout",
           },
-          (tx) => checkout(tx, settings, principal.customerId),
+          (executor) => checkout(executor, settings, principal.customerId),
         );
         Object.assign(set.headers, answer);
         return status(201, placed);

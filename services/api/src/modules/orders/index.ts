@@ -41,7 +41,7 @@ export const ordersController = (deps: ApiDeps) => {
             key: headers["idempotency-key"],
             what: ["POST /api/orders", body],
           },
-          (tx) => placeOrder(tx, settings, principal.customerId, lines, { oneLine }),
+          (executor) => placeOrder(executor, settings, principal.customerId, lines, { oneLine }),
         );
         Object.assign(set.headers, answer);
         return status(201, order);

@@ -137,6 +137,82 @@ describe("stock", () => {
     expect(await ordersOf(sub)).toBe(10);
   }, 60_000);
 
+  test("L2: concurrent orders taking two tracked products in opposite line orders neither deadlock nor oversell", async () => {
+    const [first, second, free] = [await api.product(), await api.product(), await api.product()];
+    for (const product of [first, second])
+      await api.call("PATCH", `/api/products/${product.id}`, { token: admin, body: { stock: 40 } });
+    const { sub, token } = await api.customer();
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => {
+        const pair = i % 2 ? [first, second] : [second, first];
+        return order(token, {
+          items: [...pair, free].map((product) => ({ product_id: product.id, qty: 1 })),
+        });
+      }),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(40);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(20);
+    expect([await stockOf(first.id), await stockOf(second.id), await stockOf(free.id)]).toEqual([
+      0,
+      0,
+      null,
+    ]);
+    expect(await ordersOf(sub)).toBe(40);
+  }, 60_000);
+
+  test("L2: every short line of an order is named; an untracked line is never short; nothing is taken", async () => {
+    const [short, free, scarce, plenty] = [
+      await api.product(),
+      await api.product(),
+      await api.product(),
+      await api.product(),
+    ];
+    for (const [product, stock] of [
+      [short, 3],
+      [scarce, 1],
+      [plenty, 100],
+    ] as const)
+      await api.call("PATCH", `/api/products/${product.id}`, { token: admin, body: { stock } });
+    const { sub, token } = await api.customer();
+    const res = await order(token, {
+      items: [
+        { product_id: short.id, qty: 5 },
+        { product_id: free.id, qty: 1000 },
+        { product_id: scarce.id, qty: 2 },
+        { product_id: plenty.id, qty: 100 },
+      ],
+    });
+    expect(res.status).toBe(409);
+    expect(res.json.errors.map((e: { path: string }) => e.path)).toEqual([
+      "/items/0/qty",
+      "/items/2/qty",
+    ]);
+    expect(await Promise.all([short, free, scarce, plenty].map((p) => stockOf(p.id)))).toEqual([
+      3,
+      null,
+      1,
+      100,
+    ]);
+    expect(await ordersOf(sub)).toBe(0);
+  });
+
+  test("R1, L2: an unknown product is 404 even when another line is short, and nothing is taken", async () => {
+    const product = await api.product();
+    await api.call("PATCH", `/api/products/${product.id}`, { token: admin, body: { stock: 1 } });
+    const { sub, token } = await api.customer();
+    const res = await order(token, {
+      items: [
+        { product_id: product.id, qty: 1 },
+        { product_id: 2147483002, qty: 1 },
+      ],
+    });
+    expect(res.status).toBe(404);
+    expect(res.json.detail).toContain("2147483002");
+    expect(await stockOf(product.id)).toBe(1);
+    expect(await ordersOf(sub)).toBe(0);
+  });
+
   test("L2: the database itself refuses stock below zero", async () => {
     const product = await api.product();
     await api.call("PATCH", `/api/products/${product.id}`, { token: admin, body: { stock: 1 } });
@@ -169,6 +245,55 @@ describe("multi-line orders", () => {
     await api.call("PATCH", `/api/products/${mug.id}`, { token: admin, body: { price: 1 } });
     const read = await api.call("GET", `/api/orders/${res.json.order_id}`, { token });
     expect(read.json.items[1].unit_price).toBe(1200);
+  });
+
+  test("R5, M3, T1: placing an order writes one orders.created, carrying the order as answered, and one timeline entry", async () => {
+    const tracked = await api.product({ price: 700 });
+    await api.call("PATCH", `/api/products/${tracked.id}`, { token: admin, body: { stock: 9 } });
+    const free = await api.product({ price: 250 });
+    const { token } = await api.customer();
+    const res = await order(token, {
+      items: [
+        { product_id: free.id, qty: 2 },
+        { product_id: tracked.id, qty: 4 },
+      ],
+    });
+    expect(res.status).toBe(201);
+    const placedOrder = res.json;
+    const events = await eventsOf(placedOrder.order_id);
+    expect(events.map((e) => e.message_id)).toEqual([`order-created-${placedOrder.order_id}`]);
+    expect(events[0].subject).toBe(api.deps.topology.orders.event("created"));
+    expect(parseOrderEvent(events[0].payload)).toEqual({
+      order_id: placedOrder.order_id,
+      status: "created",
+      amount: 3300,
+      currency: placedOrder.currency,
+      at: placedOrder.created_at,
+      source: "api",
+    });
+    const timeline = await api.call("GET", `/api/orders/${placedOrder.order_id}/events`, { token });
+    expect(timeline.json.items).toMatchObject([{ seq: 1, type: "created", source: "api" }]);
+    const read = await api.call("GET", `/api/orders/${placedOrder.order_id}`, { token });
+    expect(read.json).toEqual(placedOrder);
+  });
+
+  test("R1: 50 lines at the highest price and quantity keep exact 64-bit amounts", async () => {
+    const products = await Promise.all(
+      Array.from({ length: 50 }, () => api.product({ price: 100_000_000 })),
+    );
+    const { token } = await api.customer();
+    const res = await order(token, {
+      items: products.map((product) => ({ product_id: product.id, qty: 1000 })),
+    });
+    expect(res.status).toBe(201);
+    expect(res.json.items).toHaveLength(50);
+    expect(res.json.items.map((item: { product_id: number }) => item.product_id)).toEqual(
+      products.map((product) => product.id),
+    );
+    expect(res.json.items[49]).toMatchObject({ unit_price: 100_000_000, amount: 100_000_000_000 });
+    expect(res.json.amount).toBe(5_000_000_000_000);
+    const read = await api.call("GET", `/api/orders/${res.json.order_id}`, { token });
+    expect(read.json).toEqual(res.json);
   });
 
   test("R1: the same product twice, no lines, 51 lines or both body shapes are 400; nothing is created", async () => {

@@ -8,14 +8,14 @@ import {
 import { offsetOf, type PageRequest } from "@commerce/shared/http/paging";
 import type { EventSource, MessageTopology } from "@commerce/shared/messages";
 import { and, asc, desc, eq, type SQL, sql } from "drizzle-orm";
-import type { Database, Executor, Transaction } from "../../db";
-import { orderEvents, orderItems, orders, products } from "../../db/schema";
+import type { Database, Executor } from "../../db";
+import { orderEvents, orders } from "../../db/schema";
 import { once } from "../../lib/idempotency";
 import { type ListTotal, listPage, listStatements } from "../../lib/list-page";
-import { preparedStatements } from "../../lib/prepared";
-import { type TimelineType, takeStock, transition, writeOrderEvent } from "./lifecycle";
+import { clientOf, preparedStatements } from "../../lib/prepared";
+import { type TimelineType, transition } from "./lifecycle";
 import type { Order, OrderLine, OrderStatus } from "./model";
-import { itemsOf, orderRow, toOrder, withItems } from "./order-rows";
+import { type ItemRow, itemsOf, type OrderRow, orderRow, toOrder, withItems } from "./order-rows";
 
 /** What placing an order needs besides the lines. */
 export type OrderSettings = {
@@ -54,40 +54,6 @@ const run = preparedStatements((db) => {
   const allStatus = list("orders/status", inStatus);
   const ownStatus = list("orders/customer+status", and(own, inStatus));
   return {
-    products: db
-      .select({
-        id: products.id,
-        name: products.name,
-        price: products.price,
-        stock: products.stock,
-      })
-      .from(products)
-      .where(sql`${products.id} = any(${sql.placeholder("ids")})`)
-      .prepare("order_products"),
-    insertOrder: db
-      .insert(orders)
-      .values({
-        customerId,
-        amount: sql.placeholder("amount"),
-        currency: sql.placeholder("currency"),
-        expiresAt: sql`case when ${sql.placeholder("ttl")}::int > 0
-          then now() + make_interval(secs => ${sql.placeholder("ttl")}::int) end`,
-      })
-      .returning()
-      .prepare("insert_order"),
-    insertItem: db
-      .insert(orderItems)
-      .values({
-        orderId: sql.placeholder("orderId"),
-        productId: sql.placeholder("productId"),
-        line: sql.placeholder("line"),
-        name: sql.placeholder("name"),
-        qty: sql.placeholder("qty"),
-        unitPrice: sql.placeholder("unitPrice"),
-        amount: sql.placeholder("amount"),
-      })
-      .returning()
-      .prepare("insert_order_item"),
     allPage: all.page.prepare("orders_page"),
     allAfter: all.after.prepare("orders_after"),
     ownPage: ownList.page.prepare("own_orders_page"),
@@ -100,20 +66,21 @@ const run = preparedStatements((db) => {
 });
 
 /**
- * R2, C4: runs `work` (placing an order) in a transaction, or once per customer and
- * Idempotency-Key when a key is given; tells the relay of a new order's event, and gives the
- * 201's headers (`Location`, and `Idempotent-Replayed` for a replay).
+ * R2, C4: runs `work` (placing an order), or runs it once per customer and Idempotency-Key in
+ * a transaction when a key is given; tells the relay of a new order's event after the commit,
+ * and gives the 201's headers (`Location`, and `Idempotent-Replayed` for a replay). Without a
+ * key `work` gets the database itself: placing an order is one statement, atomic on its own.
  */
 export async function placeOnce(
   db: Database,
   outboxWritten: () => void,
   request: { customerId: string; key?: string; what: unknown },
-  work: (tx: Transaction) => Promise<Order>,
+  work: (executor: Executor) => Promise<Order>,
 ): Promise<{ order: Order; headers: Record<string, string> }> {
   const { customerId, key, what } = request;
   const result = key
     ? await once(db, customerId, key, what, work)
-    : { body: await db.transaction(work), replayed: false };
+    : { body: await work(db), replayed: false };
   if (!result.replayed) outboxWritten();
   const headers: Record<string, string> = { location: `/api/orders/${result.body.order_id}` };
   if (result.replayed) headers["idempotent-replayed"] = "true";
@@ -124,12 +91,34 @@ export async function placeOnce(
 const linePath = (index: number, oneLine: boolean) => (oneLine ? "/qty" : `/items/${index}/qty`);
 
 /**
- * R1, L2: an order of `lines` at the products' current prices, with its stock taken and its
- * `orders.created` event written, all in the caller's transaction. An unknown product is 404
- * naming it; a line the stock cannot cover is 409 naming the line, and nothing is taken.
+ * What the statement placing an order answers: why not, or the new order and its lines. 64-bit
+ * integers and timestamps come as text (drizzle's client leaves them unparsed).
+ */
+type Placement = {
+  missing: number | null;
+  short: number[];
+  id: string | null;
+  amount: string | null;
+  currency: string | null;
+  created_at: string | null;
+  expires_at: string | null;
+  items: ItemRow[] | null;
+};
+
+/**
+ * R1, L2, L3, R5, M3: an order of `lines` at the products' current prices, with its stock
+ * taken and its `orders.created` event (outbox row and timeline entry) written, all or nothing.
+ * An unknown product is 404 naming it; a line the stock cannot cover is 409 naming the line,
+ * and nothing is taken or written.
+ *
+ * One statement, one round trip: on the database it is atomic by itself and postgres.js
+ * pipelines it with other requests' statements; in a caller's transaction (checkout, R2) it is
+ * part of that. Tracked products are locked in id order (concurrent orders cannot deadlock) and
+ * checked at their latest stock before anything is written; a line already short in the
+ * statement's snapshot is refused without locking, so a sold-out product is no queue.
  */
 export async function placeOrder(
-  tx: Executor,
+  executor: Executor,
   settings: OrderSettings,
   customerId: string,
   lines: OrderLine[],
@@ -141,51 +130,87 @@ export async function placeOrder(
     throw new ValidationError("The request body is invalid", [
       { path: `/items/${repeated}/product_id`, message: "each product may appear only once" },
     ]);
-  const found = new Map(
-    (await run(tx, "products", { ids })).map((product) => [product.id, product]),
-  );
-  const missing = ids.find((id) => !found.has(id));
-  if (missing !== undefined) throw new NotFoundError(`Product ${missing} does not exist`);
-
-  // A line already short by what was read is refused before anything is written or locked.
-  const shortNow = lines.flatMap((line, i) => {
-    const stock = found.get(line.product_id)?.stock;
-    return stock !== null && stock !== undefined && stock < line.qty ? [i] : [];
-  });
-  if (shortNow.length) throw stockConflict(lines, shortNow, oneLine);
-
-  const priced = lines.map((line, i) => {
-    const product = found.get(line.product_id) as NonNullable<ReturnType<typeof found.get>>;
-    return {
-      line: i,
-      productId: line.product_id,
-      name: product.name,
-      qty: line.qty,
-      unitPrice: product.price,
-      amount: product.price * line.qty,
-    };
-  });
-  const [row] = await run(tx, "insertOrder", {
+  const qtys = lines.map((line) => line.qty);
+  const sql = clientOf(executor);
+  const [placement] = await sql<Placement[]>`
+    with line as (
+      select product_id, qty, (n - 1)::int as line
+      from unnest(${ids}::int[], ${qtys}::int[]) with ordinality as given (product_id, qty, n)
+    ), product as (
+      select id, name, price, stock from api.products where id = any(${ids}::int[])
+    ), short_now as (
+      select line.line from line join product on product.id = line.product_id
+      where product.stock < line.qty
+    ), locked as materialized (
+      select id, stock from api.products
+      where id = any(${ids}::int[]) and stock is not null and not exists (select from short_now)
+      order by id
+      for no key update
+    ), verdict as (
+      select
+        (select line.product_id from line
+          where not exists (select from product where product.id = line.product_id)
+          order by line.line limit 1) as missing,
+        array(select line from short_now
+          union select line.line from line join locked on locked.id = line.product_id
+            where locked.stock < line.qty
+          order by 1) as short
+    ), placeable as (
+      select from verdict where missing is null and cardinality(short) = 0
+    ), taken as (
+      update api.products set stock = locked.stock - line.qty
+      from locked join line on line.product_id = locked.id, placeable
+      where products.id = locked.id
+    ), placed as (
+      insert into api.orders (customer_id, amount, currency, expires_at)
+      select ${customerId},
+        (select sum(product.price::bigint * line.qty)
+          from line join product on product.id = line.product_id),
+        ${settings.currency},
+        case when ${settings.ttlSeconds}::int > 0
+          then now() + make_interval(secs => ${settings.ttlSeconds}::int) end
+      from placeable
+      returning id, status, amount, currency, created_at, expires_at
+    ), items as (
+      insert into api.order_items (order_id, product_id, line, name, qty, unit_price, amount)
+      select placed.id, line.product_id, line.line, product.name, line.qty, product.price,
+        product.price::bigint * line.qty
+      from placed, line join product on product.id = line.product_id
+      returning *
+    ), event as (
+      -- The message writeOrderEvent writes for the other moves, with orderEventMessageId's id.
+      insert into api.outbox (subject, message_id, payload)
+      select ${settings.topology.orders.event("created")}, 'order-created-' || id,
+        jsonb_build_object('order_id', id, 'status', status, 'amount', amount,
+          'currency', currency, 'source', 'api',
+          'at', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+      from placed
+    ), timeline as (
+      insert into api.order_events (order_id, type, source) select id, 'created', 'api' from placed
+    )
+    select verdict.missing, verdict.short,
+      placed.id, placed.amount, placed.currency, placed.created_at, placed.expires_at,
+      (select json_agg(json_build_object('orderId', order_id, 'productId', product_id,
+          'line', line, 'name', name, 'qty', qty, 'unitPrice', unit_price, 'amount', amount)
+        order by line) from items) as items
+    from verdict left join placed on true`;
+  if (placement.missing !== null)
+    throw new NotFoundError(`Product ${placement.missing} does not exist`);
+  if (placement.short.length) throw stockConflict(lines, placement.short, oneLine);
+  const row: OrderRow = {
+    id: Number(placement.id),
     customerId,
-    amount: priced.reduce((sum, line) => sum + line.amount, 0),
-    currency: settings.currency,
-    ttl: settings.ttlSeconds,
-  });
-  const items =
-    priced.length === 1
-      ? await run(tx, "insertItem", { ...priced[0], orderId: row.id })
-      : await tx
-          .insert(orderItems)
-          .values(priced.map((line) => ({ ...line, orderId: row.id })))
-          .returning();
-  const order = toOrder(row, items);
-  await writeOrderEvent(tx, settings.topology, "created", order, { source: "api" });
-
-  // Last, so the product rows stay locked for as short a time as possible before the commit.
-  const tracked = priced.filter((line) => found.get(line.productId)?.stock !== null);
-  const short = await takeStock(tx, tracked);
-  if (short.length) throw stockConflict(lines, short, oneLine);
-  return order;
+    amount: Number(placement.amount),
+    currency: placement.currency as string,
+    status: "created",
+    createdAt: new Date(placement.created_at as string),
+    expiresAt: placement.expires_at === null ? null : new Date(placement.expires_at),
+    paidAt: null,
+    cancelledAt: null,
+    refundedAt: null,
+    cancelReason: null,
+  };
+  return toOrder(row, placement.items as ItemRow[]);
 }
 
 function stockConflict(lines: OrderLine[], short: number[], oneLine: boolean): ConflictError {
