@@ -155,8 +155,8 @@ export class PaymentBatcher {
   constructor(
     private readonly db: Database,
     private readonly topology: MessageTopology,
-    private readonly maxBatch = 128,
-    private readonly statements = 2,
+    private readonly maxBatch = 64,
+    private readonly statements = 3,
   ) {}
 
   /** Whether this payment paid its order (false: it needs `applyPaymentMessage`). */
