@@ -145,13 +145,24 @@ export const paymentsEnv = (natsPrefix: string) => ({
   RATE_LIMIT_RPS: "0",
 });
 
-/** /proc/<pid>/status, in MiB. */
-export function memory(pid: number): { rss_mib: number; peak_mib: number } {
+/**
+ * /proc/<pid>/status of the service's own process, in MiB: resident, of it anonymous (heap, JIT,
+ * buffers) and file-backed (almost all the binary's own pages: Bun and JavaScriptCore), and peak.
+ */
+export function memory(pid: number): {
+  rss_mib: number;
+  anon_mib: number;
+  file_mib: number;
+  peak_mib: number;
+} {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kib = (field: string) => Number(status.match(new RegExp(`^${field}:\\s+(\\d+)`, "m"))?.[1]);
+  const mib = (field: string) => Math.round(kib(field) / 102.4) / 10;
   return {
-    rss_mib: Math.round(kib("VmRSS") / 102.4) / 10,
-    peak_mib: Math.round(kib("VmHWM") / 102.4) / 10,
+    rss_mib: mib("VmRSS"),
+    anon_mib: mib("RssAnon"),
+    file_mib: mib("RssFile"),
+    peak_mib: mib("VmHWM"),
   };
 }
 
