@@ -156,18 +156,19 @@ describe("operations and errors", () => {
 
   test("D4: every /api response carries RateLimit-Policy, and RateLimit once the caller is known", async () => {
     const limited = await startApi({
-      replace: { rateLimiter: new RateLimiter({ ratePerSecond: 50, burst: 100 }) },
+      // A token back every 200 ms: the test's few requests never see one refilled.
+      replace: { rateLimiter: new RateLimiter({ ratePerSecond: 5, burst: 100 }) },
     });
     const alice = await limited.customer();
     const first = await limited.call("GET", "/api/cart", { token: alice.token });
-    expect(first.headers.get("ratelimit-policy")).toBe('"default";q=100;w=2');
+    expect(first.headers.get("ratelimit-policy")).toBe('"default";q=100;w=20');
     expect(first.headers.get("ratelimit")).toMatch(/^"default";r=99;t=[01]$/);
     const missing = await limited.call("GET", "/api/products/0", { token: alice.token });
     expect(missing.status).toBe(400);
     expect(missing.headers.get("ratelimit")).toMatch(/^"default";r=98;/);
     const anonymous = await limited.call("GET", "/api/cart");
     expect(anonymous.status).toBe(401);
-    expect(anonymous.headers.get("ratelimit-policy")).toBe('"default";q=100;w=2');
+    expect(anonymous.headers.get("ratelimit-policy")).toBe('"default";q=100;w=20');
     expect(anonymous.headers.get("ratelimit")).toBeNull();
     expect((await limited.call("GET", "/health")).headers.get("ratelimit-policy")).toBeNull();
     await limited.close();
