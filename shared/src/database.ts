@@ -64,6 +64,14 @@ export async function migrateSchema(
   }
 }
 
+/**
+ * A timestamp column as the API and the messages write it: ISO 8601 in UTC with milliseconds,
+ * the text `Date.prototype.toISOString()` gives, whatever the driver's parsing. `column` may be
+ * qualified (`o.paid_at`).
+ */
+export const isoTimestamp = (sql: Sql, column: string) =>
+  sql`to_char(${sql(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
 export async function databaseIsUp(sql: Sql): Promise<boolean> {
   await sql`select 1`;
   return true;

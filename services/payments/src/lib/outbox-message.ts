@@ -1,4 +1,4 @@
-import type { Sql } from "@commerce/shared/database";
+import { isoTimestamp, type Sql } from "@commerce/shared/database";
 import { type MessageTopology, paymentEvents } from "@commerce/shared/messages";
 
 /** M1: the subject of the message a notification event makes, if it makes one. */
@@ -14,4 +14,4 @@ export const messageSubjectOf = (event: string, topology: MessageTopology) =>
  */
 export const messagePayload = (sql: Sql) => sql`jsonb_build_object(
   'notification_id', id, 'order_id', order_id, 'amount', amount, 'currency', currency,
-  'received_at', to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
+  'received_at', ${isoTimestamp(sql, "received_at")})`;

@@ -1,3 +1,4 @@
+import { isoTimestamp } from "@commerce/shared/database";
 import {
   type MessageTopology,
   orderEventMessageId,
@@ -96,8 +97,6 @@ export async function payInOneStatement(
   const payments = [...byOrder.values()];
   if (payments.length === 0) return new Set();
   const sql = clientOf(db);
-  const iso = (column: string) =>
-    sql.unsafe(`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);
   const column = <T>(pick: (payment: BatchedPayment) => T) => payments.map(pick);
   const rows = await sql<{ notification_id: string }[]>`
     with input as (
@@ -123,7 +122,7 @@ export async function payInOneStatement(
     ), paid as (
       update api.orders o set status = 'paid', paid_at = now(), expires_at = null
       from first where o.id = first.order_id
-      returning o.id, o.amount, o.currency, first.notification_id, ${iso("o.paid_at")} as paid_at
+      returning o.id, o.amount, o.currency, first.notification_id, ${isoTimestamp(sql, "o.paid_at")} as paid_at
     ), message as (
       insert into api.outbox (subject, message_id, payload, headers)
       select ${topology.orders.event("paid")}, i.message_id,

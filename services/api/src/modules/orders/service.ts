@@ -1,4 +1,5 @@
 import type { Principal } from "@commerce/shared/auth/token-verifier";
+import { isoTimestamp } from "@commerce/shared/database";
 import {
   ConflictError,
   ForbiddenError,
@@ -183,7 +184,7 @@ export async function placeOrder(
       select ${settings.topology.orders.event("created")}, 'order-created-' || id,
         jsonb_build_object('order_id', id, 'status', status, 'amount', amount,
           'currency', currency, 'source', 'api',
-          'at', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+          'at', ${isoTimestamp(sql, "created_at")})
       from placed
     ), timeline as (
       insert into api.order_events (order_id, type, source) select id, 'created', 'api' from placed

@@ -1,4 +1,4 @@
-import type { Sql } from "@commerce/shared/database";
+import { isoTimestamp, type Sql } from "@commerce/shared/database";
 import { ConflictError, NotFoundError } from "@commerce/shared/errors";
 import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/http/paging";
 import type { MessageTopology } from "@commerce/shared/messages";
@@ -27,10 +27,6 @@ type MessageRow = {
 };
 
 export type NotificationFilter = { orderId?: number; event?: string };
-
-/** A timestamp as the API writes it: ISO 8601 UTC with milliseconds, whatever the driver's parsing. */
-const iso = (sql: Sql, column: string) =>
-  sql`to_char(${sql(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 const toSummary = (row: NotificationRow): NotificationSummary => ({
   id: row.id,
@@ -69,8 +65,8 @@ export async function listNotifications(sql: Sql, filter: NotificationFilter, pa
       ) as published_at
       from page
     )
-    select id, event, order_id, amount, currency, ${iso(sql, "received_at")} as received_at,
-      source_ip, ${iso(sql, "published_at")} as published_at, traceparent, total
+    select id, event, order_id, amount, currency, ${isoTimestamp(sql, "received_at")} as received_at,
+      source_ip, ${isoTimestamp(sql, "published_at")} as published_at, traceparent, total
     from published order by published.received_at desc, id desc`;
   return pageFromWindow(
     rows,
@@ -85,13 +81,13 @@ export async function listNotifications(sql: Sql, filter: NotificationFilter, pa
 /** V3: one notification with its raw body, the message the webhook queued and every replay. */
 export async function getNotification(sql: Sql, id: string): Promise<NotificationDetail> {
   const [row] = await sql<(Omit<NotificationRow, "published_at"> & { raw_body: string })[]>`
-    select id, event, order_id, amount, currency, ${iso(sql, "received_at")} as received_at,
+    select id, event, order_id, amount, currency, ${isoTimestamp(sql, "received_at")} as received_at,
       source_ip, traceparent, raw_body
     from payments.notifications where id = ${id}`;
   if (!row) throw new NotFoundError(`Notification ${id} does not exist`);
   const messages = await sql<MessageRow[]>`
-    select subject, message_id, ${iso(sql, "created_at")} as created_at,
-      ${iso(sql, "published_at")} as published_at
+    select subject, message_id, ${isoTimestamp(sql, "created_at")} as created_at,
+      ${isoTimestamp(sql, "published_at")} as published_at
     from payments.outbox where payload->>'notification_id' = ${id} order by id`;
   const asMessage = (message: MessageRow) => ({
     subject: message.subject,
@@ -138,7 +134,7 @@ export async function replayNotification(
       case when traceparent is null then null else jsonb_build_object('traceparent', traceparent) end
     from payments.notifications, nextval(pg_get_serial_sequence('payments.outbox', 'id')) as row_id
     where id = ${id}
-    returning message_id, ${iso(sql, "created_at")} as created_at`;
+    returning message_id, ${isoTimestamp(sql, "created_at")} as created_at`;
   return {
     notification_id: id,
     subject,
