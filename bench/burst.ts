@@ -7,8 +7,9 @@
  * starts its own stack (sources, or the binaries with E2E_BINARIES=1):
  *   npx bun bench/burst.ts [N]
  */
-import type { OrderEvent } from "@commerce/shared/messages";
-import type { NatsConnection } from "nats";
+import type { MessageTopology, OrderEvent } from "@commerce/shared/messages";
+import type { JetStreamManager, NatsConnection } from "nats";
+import type postgres from "postgres";
 import { type PlacedOrder, percentile } from "./order-paid-latency";
 
 export type BurstResult = {
@@ -33,6 +34,23 @@ export type BurstResult = {
 };
 
 const round = (ms: number) => Math.round(ms * 100) / 100;
+
+/** The api consumer's pending + unacknowledged messages: what the burst samples as its lag. */
+export const consumerLagOf = (jsm: JetStreamManager, topology: MessageTopology) => async () => {
+  const info = await jsm.consumers.info(topology.payments.stream, topology.paymentEventsConsumer);
+  return info.num_pending + info.num_ack_pending;
+};
+
+/**
+ * `count` orders of `customerId` written straight into the table (no lines, event or timeline),
+ * so that a run's profile is the burst's alone.
+ */
+export const ordersInTable = (sql: postgres.Sql, customerId: string, count: number) => sql<
+  PlacedOrder[]
+>`
+  insert into api.orders (customer_id, amount, currency)
+  select ${customerId}, 1000 + n, 'USD' from generate_series(1, ${count}) n
+  returning id::int as order_id, amount::int, currency`;
 
 export async function measureBurst({
   nc,
@@ -136,11 +154,7 @@ if (import.meta.main) {
   const stack = await startStack();
   const nc = stack.nats.nc;
   if (!nc) throw new Error("nats is not connected");
-  // Orders straight into the table: the profile of a run is then the burst's alone.
-  const orders = await stack.sql<PlacedOrder[]>`
-    insert into api.orders (customer_id, amount, currency)
-    select 'burst-' || n, 1000 + n, 'USD' from generate_series(1, ${count}) n
-    returning id::int as order_id, amount::int, currency`;
+  const orders = await ordersInTable(stack.sql, `burst-${crypto.randomUUID()}`, count);
   const { cpuTicks, findPostmaster, postgresTicks, natsTicks } = await import("./harness");
   await findPostmaster(stack.sql);
   const pids = { api: stack.api.process?.pid ?? 0, payments: stack.payments.process?.pid ?? 0 };
@@ -157,13 +171,7 @@ if (import.meta.main) {
     subject: stack.topology.orders.event("paid"),
     orders,
     notify: async (order) => (await stack.notify(succeeded(order))).status,
-    consumerLag: async () => {
-      const info = await jsm.consumers.info(
-        stack.topology.payments.stream,
-        stack.topology.paymentEventsConsumer,
-      );
-      return info.num_pending + info.num_ack_pending;
-    },
+    consumerLag: consumerLagOf(jsm, stack.topology),
   });
   const after = ticks();
   const { lag, ...figures } = result;

@@ -413,6 +413,31 @@ export async function writeDataFiles(dir: string, productIds: number[]): Promise
  * `count` distinct `payment.succeeded` notifications for webhook.lua, one "<X-Signature>\t<body>"
  * line each, signed now (they stay valid for WEBHOOK_TOLERANCE_SECONDS, 300 s by default).
  */
+/** One signed `payment.succeeded` with notification id `id`, paying `order` in full; its status. */
+export async function payInFull(
+  payments: Service,
+  order: { order_id: number; amount: number; currency: string },
+  id: string,
+): Promise<number> {
+  const body = JSON.stringify({
+    event: "payment.succeeded",
+    order_id: order.order_id,
+    amount: order.amount,
+    currency: order.currency,
+    id,
+  });
+  const response = await fetch(`${payments.url}/api/webhooks/payment`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-signature": signPayload(body, webhookSecret, Math.floor(Date.now() / 1000)),
+    },
+    body,
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
 export function writeSignedNotifications(file: string, idPrefix: string, count: number): string {
   const now = Math.floor(Date.now() / 1000);
   const lines: string[] = [];

@@ -6,10 +6,9 @@
  *   npm run build && npx bun bench/replicas.ts
  */
 import { messageTopology } from "@commerce/shared/messages";
-import { signPayload } from "@commerce/shared/signature";
 import { connect, type JetStreamManager } from "nats";
 import postgres from "postgres";
-import { measureBurst } from "./burst";
+import { consumerLagOf, measureBurst, ordersInTable } from "./burst";
 import {
   serviceCommand as command,
   databaseUrl,
@@ -19,17 +18,16 @@ import {
   machine,
   makeRunDir,
   natsUrl,
+  payInFull,
   paymentsEnv,
   readConnections,
   type Service,
   say,
   serviceEnv,
   stop,
-  webhookSecret,
   writeDataFiles,
   wrk,
 } from "./harness";
-import type { PlacedOrder } from "./order-paid-latency";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const notifications = 1000;
@@ -48,26 +46,6 @@ async function spread(replicas: Service[], script: string, args: string[]) {
     p99_ms: Math.max(...runs.map((run) => run.p99_ms)),
     errors: runs.reduce((sum, run) => sum + run.errors + run.non2xx, 0),
   };
-}
-
-async function pay(payments: Service, order: PlacedOrder, prefix: string) {
-  const body = JSON.stringify({
-    event: "payment.succeeded",
-    order_id: order.order_id,
-    amount: order.amount,
-    currency: order.currency,
-    id: `${prefix}-${order.order_id}`,
-  });
-  const response = await fetch(`${payments.url}/api/webhooks/payment`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-signature": signPayload(body, webhookSecret, Math.floor(Date.now() / 1000)),
-    },
-    body,
-  });
-  await response.arrayBuffer();
-  return response.status;
 }
 
 async function main() {
@@ -100,23 +78,13 @@ async function main() {
     const orders = await spread(replicas, "order.lua", [runDir]);
 
     say(`${count} api replica(s): a burst of ${notifications} notifications`);
-    const placed = await sql<PlacedOrder[]>`
-      insert into api.orders (customer_id, amount, currency)
-      select ${`bench-cust-replicas-${runId}`}, 1000 + n, 'USD'
-      from generate_series(1, ${notifications}) n
-      returning id::int as order_id, amount::int, currency`;
+    const placed = await ordersInTable(sql, `bench-cust-replicas-${runId}`, notifications);
     const burst = await measureBurst({
       nc,
       subject: topology.orders.event("paid"),
       orders: placed,
-      notify: (order) => pay(payments, order, `${prefix}b`),
-      consumerLag: async () => {
-        const info = await jsm.consumers.info(
-          topology.payments.stream,
-          topology.paymentEventsConsumer,
-        );
-        return info.num_pending + info.num_ack_pending;
-      },
+      notify: (order) => payInFull(payments, order, `${prefix}b-${order.order_id}`),
+      consumerLag: consumerLagOf(jsm, topology),
     });
     const { lag: _, ...figures } = burst;
     results.push({ replicas: count, reads, orders, burst: figures });

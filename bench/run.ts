@@ -12,10 +12,9 @@
  */
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { messageTopology, orderEventNames, streamsOf } from "@commerce/shared/messages";
-import { signPayload } from "@commerce/shared/signature";
 import { connect, type NatsConnection } from "nats";
 import postgres from "postgres";
-import { type BurstResult, measureBurst } from "./burst";
+import { type BurstResult, consumerLagOf, measureBurst } from "./burst";
 import {
   catalog,
   checkClean,
@@ -33,6 +32,7 @@ import {
   memory,
   natsUrl,
   pagesPerCategory,
+  payInFull,
   paymentsEnv,
   readConnections,
   root,
@@ -45,7 +45,6 @@ import {
   threads,
   type WrkRun,
   waitForQuiet,
-  webhookSecret,
   writeDataFiles,
   writeSignedNotifications,
   wrk as wrkFor,
@@ -153,26 +152,9 @@ async function binaryStartup(name: "api" | "payments") {
   };
 }
 
-/** One signed `payment.succeeded` paying `order` in full; resolves with the status. */
-async function pay(payments: Service, order: PlacedOrder, run: string): Promise<number> {
-  const body = JSON.stringify({
-    event: "payment.succeeded",
-    order_id: order.order_id,
-    amount: order.amount,
-    currency: order.currency,
-    id: `bench${runId}${run}-${order.order_id}`,
-  });
-  const response = await fetch(`${payments.url}/api/webhooks/payment`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-signature": signPayload(body, webhookSecret, Math.floor(Date.now() / 1000)),
-    },
-    body,
-  });
-  await response.arrayBuffer();
-  return response.status;
-}
+/** Pays `order` in full with a notification id of this run. */
+const pay = (payments: Service, order: PlacedOrder, run: string) =>
+  payInFull(payments, order, `bench${runId}${run}-${order.order_id}`);
 
 async function placeOrders(api: Service, tokens: string[], productIds: number[], count: number) {
   const orders: PlacedOrder[] = [];
@@ -287,13 +269,7 @@ async function measureBursts(
       orders: burstOrders,
       inFlight: burstInFlight,
       notify: (order) => pay(payments, order, `b${round}`),
-      consumerLag: async () => {
-        const info = await jsm.consumers.info(
-          topology.payments.stream,
-          topology.paymentEventsConsumer,
-        );
-        return info.num_pending + info.num_ack_pending;
-      },
+      consumerLag: consumerLagOf(jsm, topology),
     });
     bursts.push(burst);
     say(
