@@ -1,3 +1,4 @@
+import type { PaymentMessage } from "@commerce/shared/messages";
 import { SignJWT } from "jose";
 
 /** The real servers the tests run against. */
@@ -57,3 +58,16 @@ export async function token(claims: Claims = {}, secret = jwtSecret): Promise<st
 
 /** A customer's token, or an admin's with `scope` "admin". */
 export const signToken = (sub: string, scope?: string) => token({ sub, scope });
+
+/** A payment message (M1) for `order`, in full unless `extra` says otherwise, with an id of its own. */
+export const paymentMessageFor = (
+  order: { order_id: number; amount: number; currency: string },
+  extra: Partial<PaymentMessage> = {},
+): PaymentMessage => ({
+  notification_id: unique("evt"),
+  order_id: order.order_id,
+  amount: order.amount,
+  currency: order.currency,
+  received_at: new Date().toISOString(),
+  ...extra,
+});

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { orderEventNames, type PaymentMessage, parseOrderEvent } from "@commerce/shared/messages";
-import { unique } from "@commerce/testing/basics";
+import { paymentMessageFor, unique } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { expireDueOrders } from "./expiry";
 import { applyPaymentMessage, type PaymentKind, paymentOutcome } from "./payment-inbox";
@@ -560,14 +560,6 @@ describe("expiry", () => {
 });
 
 describe("payment events", () => {
-  const message = (o: Placed, extra: Partial<PaymentMessage> = {}): PaymentMessage => ({
-    notification_id: unique("evt"),
-    order_id: o.order_id,
-    amount: o.amount,
-    currency: o.currency,
-    received_at: new Date().toISOString(),
-    ...extra,
-  });
   const apply = (kind: PaymentKind, m: PaymentMessage) =>
     applyPaymentMessage(api.db, api.deps.topology, kind, m);
   const reviewsOf = async (orderId: number) =>
@@ -605,10 +597,10 @@ describe("payment events", () => {
 
   test("L4, M2, M3: succeeded pays, refunded refunds, each once, with one event carrying the notification id", async () => {
     const { order: o } = await placed();
-    const paid = message(o);
+    const paid = paymentMessageFor(o);
     expect(await apply("succeeded", paid)).toBe("paid");
     expect(await apply("succeeded", paid)).toBe("duplicate");
-    const refund = message(o);
+    const refund = paymentMessageFor(o);
     expect(await apply("refunded", refund)).toBe("refunded");
     const events = await eventsOf(o.order_id);
     expect(events.map((e) => e.subject.split(".").pop())).toEqual(["created", "paid", "refunded"]);
@@ -624,14 +616,14 @@ describe("payment events", () => {
   test("L4: a payment for a cancelled order, a second payment, refunds that do not fit and unknown orders are reviews", async () => {
     const { customer, order: cancelled } = await placed();
     await patch(customer.token, cancelled.order_id, "cancelled");
-    expect(await apply("succeeded", message(cancelled))).toBe("order_not_payable");
-    expect(await apply("refunded", message(cancelled))).toBe("refund_not_applicable");
+    expect(await apply("succeeded", paymentMessageFor(cancelled))).toBe("order_not_payable");
+    expect(await apply("refunded", paymentMessageFor(cancelled))).toBe("refund_not_applicable");
 
     const { order: o } = await placed(null, 2, 500);
-    await apply("succeeded", message(o));
-    expect(await apply("succeeded", message(o))).toBe("duplicate_payment");
-    expect(await apply("refunded", message(o, { amount: 400 }))).toBe("partial_refund");
-    expect(await apply("refunded", message(o, { currency: "EUR" }))).toBe("mismatch");
+    await apply("succeeded", paymentMessageFor(o));
+    expect(await apply("succeeded", paymentMessageFor(o))).toBe("duplicate_payment");
+    expect(await apply("refunded", paymentMessageFor(o, { amount: 400 }))).toBe("partial_refund");
+    expect(await apply("refunded", paymentMessageFor(o, { currency: "EUR" }))).toBe("mismatch");
     expect(await reviewsOf(o.order_id)).toEqual([
       "duplicate_payment",
       "partial_refund",
@@ -640,16 +632,16 @@ describe("payment events", () => {
     expect(await eventNames(o.order_id)).toEqual(["created", "paid"]);
 
     const ghost = { ...o, order_id: 9_000_000_000_000 + Math.floor(Math.random() * 1e12) };
-    expect(await apply("failed", message(ghost))).toBe("unknown_order");
+    expect(await apply("failed", paymentMessageFor(ghost))).toBe("unknown_order");
     expect(await reviewsOf(ghost.order_id)).toEqual(["unknown_order"]);
   });
 
   test("L4, M3: payment.failed changes nothing but writes one orders.payment_failed per notification", async () => {
     const { order: o } = await placed();
-    const failed = message(o);
+    const failed = paymentMessageFor(o);
     expect(await apply("failed", failed)).toBe("payment_failed");
     expect(await apply("failed", failed)).toBe("duplicate");
-    expect(await apply("failed", message(o))).toBe("payment_failed");
+    expect(await apply("failed", paymentMessageFor(o))).toBe("payment_failed");
     const events = await eventsOf(o.order_id);
     expect(events.map((e) => e.message_id)).toEqual([
       `order-created-${o.order_id}`,
@@ -667,7 +659,7 @@ describe("payment events", () => {
       await api.sql`update api.orders set expires_at = now() - interval '1 second' where id = ${o.order_id}`;
       const results = await Promise.allSettled([
         patch(customer.token, o.order_id, "cancelled"),
-        apply("succeeded", message(o)),
+        apply("succeeded", paymentMessageFor(o)),
         expireDueOrders(api.db, api.deps.topology, 1),
       ]);
       expect(results.every((r) => r.status === "fulfilled")).toBe(true);

@@ -10,7 +10,7 @@ import {
   parseTraceparent,
   type TraceContext,
 } from "@commerce/shared/tracing";
-import { eventually, testNatsUrl, unique } from "@commerce/testing/basics";
+import { eventually, paymentMessageFor, testNatsUrl, unique } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { headers } from "nats";
 import { createDatabase } from "../../db";
@@ -79,18 +79,6 @@ async function publish(
   await js.publish(subject, JSON.stringify(message), { msgID, headers: h });
 }
 
-const paidMessage = (
-  order: { order_id: number; amount: number; currency: string },
-  overrides = {},
-) => ({
-  notification_id: unique("evt"),
-  order_id: order.order_id,
-  amount: order.amount,
-  currency: order.currency,
-  received_at: new Date().toISOString(),
-  ...overrides,
-});
-
 const orderRow = async (id: number) =>
   (await api.sql`select status, paid_at from api.orders where id = ${id}`)[0];
 const processed = async (notificationId: string) =>
@@ -104,7 +92,7 @@ describe("order-paid consumer", () => {
   test("M1, M2, R5: a payments.order.paid message pays the order and writes one orders.paid (source webhook)", async () => {
     startConsumer();
     const order = await newOrder();
-    const message = paidMessage(order);
+    const message = paymentMessageFor(order);
     await publish(message);
     const row = await eventually(async () => {
       const r = await orderRow(order.order_id);
@@ -130,7 +118,7 @@ describe("order-paid consumer", () => {
       createLogger("info", {}, (line) => lines.push(line)),
     );
     const order = await newOrder();
-    const message = paidMessage(order);
+    const message = paymentMessageFor(order);
     const traceId = crypto.randomUUID().replaceAll("-", "");
     const traceparent = `00-${traceId}-00f067aa0ba902b7-01`;
     await publish(message, message.notification_id, traceparent);
@@ -155,7 +143,7 @@ describe("order-paid consumer", () => {
   test("M2: a notification delivered again is acked and changes nothing", async () => {
     startConsumer();
     const order = await newOrder();
-    const message = paidMessage(order);
+    const message = paymentMessageFor(order);
     await publish(message);
     await eventually(async () =>
       (await orderRow(order.order_id)).status === "paid" ? true : undefined,
@@ -163,7 +151,7 @@ describe("order-paid consumer", () => {
     const before = await orderRow(order.order_id);
     // A different JetStream message id, so the stream does not drop it: a true redelivery.
     await publish(message, unique("redelivery"));
-    const marker = paidMessage(await newOrder());
+    const marker = paymentMessageFor(await newOrder());
     await publish(marker);
     await eventually(async () => (await processed(marker.notification_id)) ?? undefined);
     expect(await orderRow(order.order_id)).toEqual(before);
@@ -173,11 +161,11 @@ describe("order-paid consumer", () => {
   test("L4, M2: a second, different payment for a paid order is kept for review as duplicate_payment; no second orders.paid", async () => {
     startConsumer();
     const order = await newOrder();
-    await publish(paidMessage(order));
+    await publish(paymentMessageFor(order));
     await eventually(async () =>
       (await orderRow(order.order_id)).status === "paid" ? true : undefined,
     );
-    const second = paidMessage(order);
+    const second = paymentMessageFor(order);
     await publish(second);
     const outcome = await eventually(
       async () => (await processed(second.notification_id))?.outcome,
@@ -195,8 +183,8 @@ describe("order-paid consumer", () => {
   test("M2: amount or currency mismatch leaves the order unpaid and stores the case for review", async () => {
     startConsumer();
     const order = await newOrder();
-    const wrongAmount = paidMessage(order, { amount: order.amount - 1 });
-    const wrongCurrency = paidMessage(order, { currency: "EUR" });
+    const wrongAmount = paymentMessageFor(order, { amount: order.amount - 1 });
+    const wrongCurrency = paymentMessageFor(order, { currency: "EUR" });
     await publish(wrongAmount);
     await publish(wrongCurrency);
     for (const m of [wrongAmount, wrongCurrency])
@@ -212,7 +200,7 @@ describe("order-paid consumer", () => {
 
   test("M2: an unknown order is stored for review and acked", async () => {
     startConsumer();
-    const message = paidMessage({
+    const message = paymentMessageFor({
       order_id: 9_000_000_000_000 + Math.floor(Math.random() * 1e9),
       amount: 1,
       currency: "USD",
@@ -230,7 +218,7 @@ describe("order-paid consumer", () => {
     const deadSql = connectDatabase("postgres://root@127.0.0.1:1/test", { max: 1 });
     const broken = startConsumer(createDatabase(deadSql));
     const order = await newOrder();
-    const message = paidMessage(order);
+    const message = paymentMessageFor(order);
     await Promise.all(consumers.filter((c) => c !== broken).map((c) => c.stop()));
     await publish(message);
     await Bun.sleep(300);
@@ -248,7 +236,7 @@ describe("order-paid consumer", () => {
   test("M4, W8: three consumers sharing the durable consumer apply 30 notifications × 5 copies once each", async () => {
     for (let i = 0; i < 3; i++) startConsumer();
     const orders = await Promise.all(Array.from({ length: 30 }, () => newOrder(100, 1)));
-    const messages = orders.map((o) => paidMessage(o));
+    const messages = orders.map((o) => paymentMessageFor(o));
     await Promise.all(
       messages.flatMap((m) => Array.from({ length: 5 }, () => publish(m, unique("copy")))),
     );
@@ -277,7 +265,7 @@ describe("applying payments at once (M5)", () => {
 
   test("M3, M5: the orders.paid, timeline entry and processed row a payment writes in one statement match an admin's move", async () => {
     const byWebhook = await newOrder();
-    const message = paidMessage(byWebhook);
+    const message = paymentMessageFor(byWebhook);
     const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     const trace = parseTraceparent(traceparent);
     expect(await applyPaymentMessage(api.db, api.deps.topology, "succeeded", message, trace)).toBe(
@@ -333,20 +321,20 @@ describe("applying payments at once (M5)", () => {
     const twice = await newOrder();
     const mismatched = await newOrder();
     const alreadyPaid = await newOrder();
-    expect(await apply(paidMessage(alreadyPaid))).toBe("paid");
-    const first = paidMessage(twice);
-    const second = paidMessage(twice);
+    expect(await apply(paymentMessageFor(alreadyPaid))).toBe("paid");
+    const first = paymentMessageFor(twice);
+    const second = paymentMessageFor(twice);
     const untouched = [
       second,
-      paidMessage(mismatched, { amount: mismatched.amount + 1 }),
-      paidMessage(alreadyPaid),
-      paidMessage({
+      paymentMessageFor(mismatched, { amount: mismatched.amount + 1 }),
+      paymentMessageFor(alreadyPaid),
+      paymentMessageFor({
         order_id: 9_100_000_000_000 + Math.floor(Math.random() * 1e9),
         amount: 1,
         currency: "USD",
       }),
     ];
-    const batch = [...payable.map((o) => paidMessage(o)), first, ...untouched];
+    const batch = [...payable.map((o) => paymentMessageFor(o)), first, ...untouched];
     const paid = await payInOneStatement(
       api.db,
       api.deps.topology,
@@ -368,8 +356,8 @@ describe("applying payments at once (M5)", () => {
 
   test("M2, M5: ten batches racing with copies of one notification and other payments for one order pay it once", async () => {
     const order = await newOrder();
-    const message = paidMessage(order);
-    const others = Array.from({ length: 10 }, () => paidMessage(order));
+    const message = paymentMessageFor(order);
+    const others = Array.from({ length: 10 }, () => paymentMessageFor(order));
     const results = await Promise.all([
       ...Array.from({ length: 10 }, () =>
         payInOneStatement(api.db, api.deps.topology, [{ message }]),
@@ -393,8 +381,8 @@ describe("applying payments at once (M5)", () => {
     const orders = await Promise.all(Array.from({ length: 40 }, () => newOrder(300, 1)));
     const { orderRefunded } = api.deps.topology.payments;
     for (const order of orders) {
-      await publish(paidMessage(order));
-      const refund = paidMessage(order);
+      await publish(paymentMessageFor(order));
+      const refund = paymentMessageFor(order);
       await publish(refund, refund.notification_id, undefined, orderRefunded);
     }
     for (const order of orders)
@@ -421,7 +409,7 @@ describe("a notification replayed after its processed row was lost (V3)", () => 
 
   test("V3: the payment that paid the order is a duplicate, not a duplicate_payment review; one orders.paid", async () => {
     const order = await newOrder();
-    const message = paidMessage(order);
+    const message = paymentMessageFor(order);
     expect(await apply("succeeded", message)).toBe("paid");
     for (let replay = 0; replay < 2; replay++) {
       await forget(message.notification_id);
@@ -432,14 +420,14 @@ describe("a notification replayed after its processed row was lost (V3)", () => 
     expect(await reviewsOf(message.notification_id)).toHaveLength(0);
     expect((await processed(message.notification_id)).outcome).toBe("duplicate");
     // Another notification for the paid order is still a possible second charge.
-    const other = paidMessage(order);
+    const other = paymentMessageFor(order);
     expect(await apply("succeeded", other)).toBe("duplicate_payment");
   });
 
   test("V3: a refund that refunded the order, and the payment before it, stay applied once", async () => {
     const order = await newOrder();
-    const paid = paidMessage(order);
-    const refund = paidMessage(order);
+    const paid = paymentMessageFor(order);
+    const refund = paymentMessageFor(order);
     expect(await apply("succeeded", paid)).toBe("paid");
     expect(await apply("refunded", refund)).toBe("refunded");
     await forget(paid.notification_id);
@@ -459,8 +447,8 @@ describe("a notification replayed after its processed row was lost (V3)", () => 
 
   test("V3: a failed payment writes one payment_failed, and a reviewed notification one review", async () => {
     const order = await newOrder();
-    const failed = paidMessage(order);
-    const mismatch = paidMessage(order, { amount: order.amount + 1 });
+    const failed = paymentMessageFor(order);
+    const mismatch = paymentMessageFor(order, { amount: order.amount + 1 });
     expect(await apply("failed", failed)).toBe("payment_failed");
     expect(await apply("succeeded", mismatch)).toBe("mismatch");
     await forget(failed.notification_id);
@@ -477,7 +465,7 @@ describe("a notification replayed after its processed row was lost (V3)", () => 
 
   test("V3: after the api's database is restored to before the payment, the replay pays the order once", async () => {
     const order = await newOrder();
-    const message = paidMessage(order);
+    const message = paymentMessageFor(order);
     await forget(message.notification_id);
     expect(await apply("succeeded", message)).toBe("paid");
     expect(await apply("succeeded", message)).toBe("duplicate");

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { PaymentMessage } from "@commerce/shared/messages";
-import { unique } from "@commerce/testing/basics";
+import { paymentMessageFor } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { applyPaymentMessage, type PaymentKind } from "../orders/payment-inbox";
 
@@ -26,14 +26,6 @@ async function placed(stock: number | null = null) {
   return { product, customer, order: res.json as Placed };
 }
 
-const message = (o: Placed, extra: Partial<PaymentMessage> = {}): PaymentMessage => ({
-  notification_id: unique("evt"),
-  order_id: o.order_id,
-  amount: o.amount,
-  currency: o.currency,
-  received_at: new Date().toISOString(),
-  ...extra,
-});
 const apply = (kind: PaymentKind, m: PaymentMessage) =>
   applyPaymentMessage(api.db, api.deps.topology, kind, m);
 
@@ -50,9 +42,9 @@ const timeline = async (orderId: number, token = admin) =>
 describe("timeline", () => {
   test("T1: the timeline lists what happened, oldest first, with source and notification id", async () => {
     const { customer, order } = await placed();
-    const paid = message(order);
+    const paid = paymentMessageFor(order);
     await apply("succeeded", paid);
-    await apply("refunded", message(order, { amount: 100 }));
+    await apply("refunded", paymentMessageFor(order, { amount: 100 }));
     const res = await timeline(order.order_id, customer.token);
     expect(res.status).toBe(200);
     const items = res.json.items;
@@ -81,7 +73,7 @@ describe("timeline", () => {
 
   test("T1: a cancel shows its reason; a replay after the api lost its processed row changes nothing", async () => {
     const { customer, order } = await placed();
-    const paid = message(order);
+    const paid = paymentMessageFor(order);
     await apply("succeeded", paid);
     await api.sql`delete from api.processed_notifications where notification_id = ${paid.notification_id}`;
     expect(await apply("succeeded", paid)).toBe("duplicate");
@@ -106,7 +98,7 @@ describe("timeline", () => {
 describe("payment reviews", () => {
   test("V1: admins list reviews newest first, filter by status, and read one; customers get 403", async () => {
     const { order } = await placed();
-    const m = message(order, { amount: 1 });
+    const m = paymentMessageFor(order, { amount: 1 });
     expect(await apply("succeeded", m)).toBe("mismatch");
     const id = await reviewFor(m.notification_id);
     const one = await api.call("GET", `/api/payment-reviews/${id}`, { token: admin });
@@ -142,7 +134,7 @@ describe("payment reviews", () => {
 
   test("V2: dismiss changes no order and is on the timeline; resolving again is 409", async () => {
     const { order } = await placed();
-    const m = message(order, { currency: "EUR" });
+    const m = paymentMessageFor(order, { currency: "EUR" });
     await apply("succeeded", m);
     const id = await reviewFor(m.notification_id);
     const dismissed = await resolve(id, { action: "dismiss", note: "test payment from QA" });
@@ -175,7 +167,7 @@ describe("payment reviews", () => {
       token: customer.token,
       body: { status: "cancelled" },
     });
-    const m = message(order);
+    const m = paymentMessageFor(order);
     expect(await apply("succeeded", m)).toBe("order_not_payable");
     const id = await reviewFor(m.notification_id);
     const applied = await resolve(id, { action: "apply", note: "captured after cancel; keep it" });
@@ -202,7 +194,7 @@ describe("payment reviews", () => {
       body: { status: "cancelled" },
     });
     await api.call("PATCH", `/api/products/${product.id}`, { token: admin, body: { stock: 1 } });
-    const m = message(order);
+    const m = paymentMessageFor(order);
     await apply("succeeded", m);
     const id = await reviewFor(m.notification_id);
     const res = await resolve(id, { action: "apply", note: "try" });
@@ -215,12 +207,12 @@ describe("payment reviews", () => {
 
   test("V2: apply on a duplicate payment or an unknown order is 409; the review stays open", async () => {
     const { order } = await placed();
-    await apply("succeeded", message(order));
-    const second = message(order);
+    await apply("succeeded", paymentMessageFor(order));
+    const second = paymentMessageFor(order);
     expect(await apply("succeeded", second)).toBe("duplicate_payment");
     const dup = await reviewFor(second.notification_id);
     expect((await resolve(dup, { action: "apply", note: "x" })).status).toBe(409);
-    const ghost = message({
+    const ghost = paymentMessageFor({
       ...order,
       order_id: 8_000_000_000_000 + Math.floor(Math.random() * 1e12),
     });
@@ -232,7 +224,7 @@ describe("payment reviews", () => {
 
   test("V2: two admins resolving at once: one wins, the other gets 409, the order moves once", async () => {
     const { order } = await placed();
-    const m = message(order, { amount: order.amount + 5 });
+    const m = paymentMessageFor(order, { amount: order.amount + 5 });
     await apply("succeeded", m);
     const id = await reviewFor(m.notification_id);
     const results = await Promise.all(
@@ -250,7 +242,7 @@ describe("payment reviews", () => {
 
   test("V2: a resolve body needs action apply or dismiss and a note of 1 to 1000 characters", async () => {
     const { order } = await placed();
-    const m = message(order, { amount: 3 });
+    const m = paymentMessageFor(order, { amount: 3 });
     await apply("succeeded", m);
     const id = await reviewFor(m.notification_id);
     for (const body of [
@@ -265,7 +257,7 @@ describe("payment reviews", () => {
 
   test("O3: /metrics shows open reviews by reason and the oldest order reported paid", async () => {
     const { order } = await placed();
-    await apply("succeeded", message(order, { amount: 2 }));
+    await apply("succeeded", paymentMessageFor(order, { amount: 2 }));
     const text = (await api.call("GET", "/metrics")).text;
     expect(text).toMatch(/^payment_reviews_open\{reason="mismatch"\} [1-9]\d*$/m);
     const age = Number(text.match(/^reported_paid_order_oldest_age_seconds (\S+)$/m)?.[1]);
