@@ -7,7 +7,7 @@
  * starts its own stack (sources, or the binaries with E2E_BINARIES=1):
  *   npx bun bench/burst.ts [N]
  */
-import type { MessageTopology, OrderEvent } from "@commerce/shared/messages";
+import type { MessageTopology, OrderEvent } from "@commerce/shared/contract/messages";
 import type { JetStreamManager, NatsConnection } from "nats";
 import type postgres from "postgres";
 import { type PlacedOrder, percentile } from "./order-paid-latency";
@@ -155,9 +155,9 @@ if (import.meta.main) {
   const nc = stack.nats.nc;
   if (!nc) throw new Error("nats is not connected");
   const orders = await ordersInTable(stack.sql, `burst-${crypto.randomUUID()}`, count);
-  const { cpuTicks, findPostmaster, postgresTicks, natsTicks } = await import("./harness");
+  const { cpuTicks, findPostmaster, postgresTicks, natsTicks } = await import("./machine");
   await findPostmaster(stack.sql);
-  const pids = { api: stack.api.process?.pid ?? 0, payments: stack.payments.process?.pid ?? 0 };
+  const pids = { api: stack.api.pid, payments: stack.payments.pid };
   const ticks = () => ({
     api: cpuTicks(pids.api),
     payments: cpuTicks(pids.payments),

@@ -4,7 +4,7 @@
  * binaries with E2E_BINARIES=1):
  *   npx bun bench/order-paid-latency.ts [N]
  */
-import type { OrderEvent } from "@commerce/shared/messages";
+import type { OrderEvent } from "@commerce/shared/contract/messages";
 import type { NatsConnection } from "nats";
 
 export type PlacedOrder = { order_id: number; amount: number; currency: string };

@@ -1,11 +1,13 @@
 /**
- * `npm run build`: one self-contained binary per service in dist/ (migrations embedded).
+ * `npm run build`: one self-contained binary per service in dist/ (migrations embedded; the api
+ * carries the operator console, bundled here first).
  * Whitespace and syntax minification only: full identifier minification is what Elysia's
  * deployment notes warn can break it. The binaries bundle node_modules as installed, so they
  * carry patches/ only if npm applied it: the build refuses an install that lacks a hunk.
  */
 import { statSync } from "node:fs";
-import type { Build } from "bun";
+import type { Build, BunPlugin } from "bun";
+import { buildConsole } from "../services/api/console/build";
 import { missingHunks } from "./dependency-patches";
 
 const services = process.argv.slice(2).length ? process.argv.slice(2) : ["api", "payments"];
@@ -17,12 +19,27 @@ if (missing.length) {
   process.exit(1);
 }
 
+/** U1: the console's bundle takes the place of the module that, run from source, has none. */
+async function embeddedConsole(): Promise<BunPlugin> {
+  const assets = await buildConsole();
+  return {
+    name: "embedded-console",
+    setup(build) {
+      build.onLoad({ filter: /modules\/console\/prebuilt\.ts$/ }, () => ({
+        contents: `export const prebuiltConsole = ${JSON.stringify(assets)};`,
+        loader: "ts",
+      }));
+    },
+  };
+}
+
 for (const service of services) {
   const outfile = `dist/${service}`;
   const build = await Bun.build({
     entrypoints: [`services/${service}/src/main.ts`],
     compile: { target, outfile },
     minify: { whitespace: true, syntax: true },
+    plugins: service === "api" ? [await embeddedConsole()] : [],
   });
   for (const message of build.logs) console.error(message);
   if (!build.success) process.exit(1);

@@ -14,7 +14,8 @@
  * `nats-server -js -sd .data/nats` on a free port.
  * START_PG_ADDRESS=none / START_NATS_ADDRESS=none skip the probe, so the embedded database and
  * the private nats-server are used (also how to try those modes on a machine that has both).
- * START_API_PORT (3000) and START_PAYMENTS_PORT (3001) choose the services' ports.
+ * START_API_PORT (3000) and START_PAYMENTS_PORT (3001) choose the services' ports; both listen on
+ * 127.0.0.1 only (HOST, N12), since the printed tokens and webhook secret are for local use.
  *
  * AUTH_JWT_SECRET and PAYMENT_WEBHOOK_SECRETS come from the environment, or from
  * .data/auth-jwt-secret and .data/payment-webhook-secret (made on first use, mode 0600), the
@@ -24,7 +25,8 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
-import { natsConnection } from "@commerce/shared/config";
+import { natsConnection, natsEnv } from "@commerce/shared/platform/config";
+import { parseEnv } from "@commerce/shared/platform/env";
 import { Child, label } from "./start/child";
 import { demo } from "./start/demo";
 import { startEmbeddedPostgres } from "./start/embedded-postgres";
@@ -36,6 +38,7 @@ import {
   jetStreamProblem,
   tryPostgres,
 } from "./start/probes";
+import { providerLines, providerVariables } from "./start/providers";
 
 const root = new URL("..", import.meta.url).pathname;
 const dataDir = `${root}.data`;
@@ -153,26 +156,41 @@ async function main(): Promise<void> {
     api: `http://127.0.0.1:${ports.api}`,
     payments: `http://127.0.0.1:${ports.payments}`,
   };
+  // U1: the console on the api's origin reads payments' operator routes from the browser.
+  const consoleLink: Record<Service, Record<string, string>> = {
+    api: { PAYMENTS_PUBLIC_URL: urls.payments },
+    payments: { CONSOLE_ORIGINS: urls.api },
+  };
   services = serviceNames.map((service) => {
     const childEnv: NodeJS.ProcessEnv = {
+      ...consoleLink[service],
       ...env,
       PORT: String(ports[service]),
+      // N12: local use only, as the URLs printed below say; a container listens on 0.0.0.0.
+      HOST: "127.0.0.1",
       NATS_URL: nats.url,
     };
     // Each service gets only the secrets it uses.
     delete childEnv.AUTH_JWT_SECRET;
     delete childEnv.PAYMENT_WEBHOOK_SECRETS;
+    if (service === "api") for (const name of providerVariables) delete childEnv[name];
     Object.assign(childEnv, { DATABASE_URL: database.urls[service] }, secrets[service]);
+    // Locally, outgoing webhooks may go to a receiver on this machine (`npm run receive`).
+    if (service === "api") {
+      childEnv.WEBHOOK_ALLOW_HTTP ??= "1";
+      childEnv.WEBHOOK_ALLOW_PRIVATE ??= "1";
+    }
     return supervise(service, [process.execPath, `services/${service}/src/main.ts`], childEnv);
   });
   await Promise.all(services.map((child, i) => waitReady(child, urls[serviceNames[i]])));
 
   const lines = [
     "",
-    `api       ${urls.api}   Swagger UI ${urls.api}/swagger`,
+    `api       ${urls.api}   Swagger UI ${urls.api}/swagger   console ${urls.api}/console`,
     `payments  ${urls.payments}   Swagger UI ${urls.payments}/swagger`,
     `database  ${database.description}`,
     `nats      ${nats.description}`,
+    ...providerLines(urls.payments, env),
     "",
   ];
   try {
@@ -263,7 +281,7 @@ async function chooseNats(): Promise<Nats> {
   if (env.NATS_URL?.trim()) {
     const url = env.NATS_URL.trim();
     // The services take the same credentials (N1); only the URL without them is printed.
-    const { natsUrl, natsCredentials } = natsConnection(env);
+    const { natsUrl, natsCredentials } = natsConnection(parseEnv(natsEnv, env));
     const problem = await jetStreamProblem(natsUrl, natsCredentials);
     if (problem) throw new StartError(`NATS_URL (${natsUrl}) ${problem}; fix or unset it`);
     return { url, description: `NATS_URL (${natsUrl})` };

@@ -3,15 +3,23 @@
  * retrying failures with back-off, one delivery-log line per attempt:
  *   npm run webhook -- --order 42 --amount 1999 [--currency USD] [--event payment.succeeded]
  *                      [--id evt_1] [--repeat N] [--url URL] [--attempts 8]
+ *                      [--provider generic|stripe|adyen] [--payment-ref pi_...] [--success false]
  * Signs with the first of PAYMENT_WEBHOOK_SECRETS (or the secret `npm start` keeps in .data/).
  * `--event payment.refunded` refunds a paid order, `--event payment.failed` records a failed
  * attempt; other events are stored only. Every repeat sends the same body, so repeats after the
  * first are duplicates (W5).
+ *
+ * `--provider stripe` sends a Stripe event (default payment_intent.succeeded; also
+ * checkout.session.completed, charge.refunded, payment_intent.payment_failed, ...) signed with
+ * STRIPE_WEBHOOK_SECRETS; `--provider adyen` an Adyen batch of one item (default AUTHORISATION;
+ * REFUND with --payment-ref the payment's pspReference) signed with ADYEN_HMAC_KEYS, with Basic
+ * credentials when ADYEN_WEBHOOK_USERNAME / _PASSWORD are set. See scripts/provider-deliveries.ts.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { signatureHeader, signPayload } from "@commerce/shared/signature";
-import { notificationIdOf } from "../services/payments/src/modules/notifications/service";
+import { signatureHeader, signPayload } from "@commerce/shared/contract/signature";
+import { notificationIdOf } from "../services/payments/src/modules/providers/generic";
+import { adyenDelivery, type Delivery, stripeDelivery } from "./provider-deliveries";
 
 const fail = (message: string): never => {
   console.error(message);
@@ -30,14 +38,14 @@ function readArgs() {
         order: { type: "string" },
         amount: { type: "string" },
         currency: { type: "string", default: "USD" },
-        event: { type: "string", default: "payment.succeeded" },
+        event: { type: "string" },
+        provider: { type: "string", default: "generic" },
+        "payment-ref": { type: "string" },
+        success: { type: "string", default: "true" },
         id: { type: "string" },
         repeat: { type: "string", default: "1" },
         attempts: { type: "string", default: "8" },
-        url: {
-          type: "string",
-          default: process.env.PAYMENTS_URL ?? "http://127.0.0.1:3001/api/webhooks/payment",
-        },
+        url: { type: "string" },
       },
     }).values;
   } catch (error) {
@@ -57,23 +65,56 @@ const orderId = integer("order", values.order, 1);
 const amount = integer("amount", values.amount, 0);
 const repeat = integer("repeat", values.repeat, 1);
 const maxAttempts = integer("attempts", values.attempts, 1);
-const { currency, event, url } = values;
+const { currency, provider } = values;
+if (values.success !== "true" && values.success !== "false")
+  fail(`--success must be true or false, got "${values.success}"`);
 
-const localSecret = ".data/payment-webhook-secret";
-const secret =
-  process.env.PAYMENT_WEBHOOK_SECRETS?.split(",")[0]?.trim() ||
-  (existsSync(localSecret) ? readFileSync(localSecret, "utf8").trim() : "") ||
-  fail("PAYMENT_WEBHOOK_SECRETS is not set (and no .data/payment-webhook-secret from npm start)");
+/** The seed's own format, signed with X-Signature (W2). */
+function genericDelivery(): Delivery {
+  const localSecret = ".data/payment-webhook-secret";
+  const secret =
+    process.env.PAYMENT_WEBHOOK_SECRETS?.split(",")[0]?.trim() ||
+    (existsSync(localSecret) ? readFileSync(localSecret, "utf8").trim() : "") ||
+    fail("PAYMENT_WEBHOOK_SECRETS is not set (and no .data/payment-webhook-secret from npm start)");
+  const notification = {
+    event: values.event ?? "payment.succeeded",
+    order_id: orderId,
+    amount,
+    currency,
+    ...(values.id === undefined ? {} : { id: values.id }),
+  };
+  const body = JSON.stringify(notification);
+  return {
+    path: "/api/webhooks/payment",
+    body,
+    notificationId: notificationIdOf(notification),
+    headers: async () => ({
+      "content-type": "application/json",
+      [signatureHeader]: signPayload(body, secret, Math.floor(Date.now() / 1000)),
+    }),
+  };
+}
 
-const notification = {
-  event,
-  order_id: orderId,
+const input = {
+  orderId,
   amount,
   currency,
-  ...(values.id === undefined ? {} : { id: values.id }),
+  event: values.event,
+  id: values.id,
+  paymentRef: values["payment-ref"],
+  success: values.success === "true",
 };
-const body = JSON.stringify(notification);
-const notificationId = notificationIdOf(notification);
+const deliveries: Record<string, () => Delivery> = {
+  generic: genericDelivery,
+  stripe: () => stripeDelivery(input),
+  adyen: () => adyenDelivery(input),
+};
+if (!Object.hasOwn(deliveries, provider))
+  fail(`--provider must be generic, stripe or adyen, got "${provider}"`);
+const { path, body, notificationId, headers } = deliveries[provider]();
+// PAYMENTS_URL is the generic webhook's URL; the other providers' routes are beside it.
+const genericUrl = process.env.PAYMENTS_URL ?? "http://127.0.0.1:3001/api/webhooks/payment";
+const url = values.url ?? new URL(path, genericUrl).toString();
 
 type Attempt = { ok: boolean; outcome: string; retryAfterMs?: number };
 
@@ -82,10 +123,7 @@ async function attempt(): Promise<Attempt> {
   try {
     const response = await fetch(url, {
       method: "POST",
-      headers: {
-        "content-type": "application/json",
-        [signatureHeader]: signPayload(body, secret, Math.floor(Date.now() / 1000)),
-      },
+      headers: await headers(),
       body,
       signal: AbortSignal.timeout(10_000),
     });

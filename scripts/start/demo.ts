@@ -54,8 +54,9 @@ export async function demo(
   { apiUrl, paymentsPort, jwtSecret }: { apiUrl: string; paymentsPort: number; jwtSecret: string },
   say: (line: string) => void,
 ): Promise<string[]> {
-  if (process.env.AUTH_JWKS_URL)
-    throw new Error("AUTH_JWKS_URL is set, so the api takes no tokens we can sign");
+  for (const name of ["AUTH_JWKS_URL", "AUTH_PUBLIC_KEY", "AUTH_PUBLIC_KEY_FILE"])
+    if (process.env[name]?.trim())
+      throw new Error(`${name} is set, so the api takes no tokens we can sign`);
   const adminToken = await token("demo-admin", "admin", jwtSecret);
   const customerToken = await token("alice", "customer", jwtSecret);
   const call = async <T>(method: string, path: string, bearer: string, body?: unknown) => {
@@ -83,12 +84,25 @@ export async function demo(
     );
   }
   const [product] = (await call<Page>("GET", "/api/products?per_page=1", adminToken)).items;
-  const order = await call<{ order_id: number; amount: number; currency: string }>(
-    "POST",
-    "/api/orders",
-    customerToken,
-    { product_id: product.id, qty: 2 },
-  );
+  // N5: alice may hold only so many unpaid orders; earlier runs' demo orders make way (oldest
+  // first) rather than the demo failing.
+  type Placed = { order_id: number; amount: number; currency: string };
+  const place = () =>
+    call<Placed>("POST", "/api/orders", customerToken, { product_id: product.id, qty: 2 });
+  const order = await place().catch(async (error: Error) => {
+    if (!/HOLD_MAX_(ORDERS|UNITS)/.test(error.message)) throw error;
+    const unpaid = await call<{ items: Array<{ order_id: number }> }>(
+      "GET",
+      "/api/orders?status=created&per_page=100",
+      customerToken,
+    );
+    for (const { order_id } of unpaid.items.toReversed())
+      await call("PATCH", `/api/orders/${order_id}`, customerToken, { status: "cancelled" });
+    say(
+      `cancelled ${unpaid.items.length} unpaid demo order(s) of alice (HOLD_MAX_ORDERS, HOLD_MAX_UNITS)`,
+    );
+    return place();
+  });
   const webhook = (event: string) =>
     [
       `npm run webhook -- --order ${order.order_id} --amount ${order.amount}`,
@@ -99,6 +113,9 @@ export async function demo(
       paymentsPort === 3001 ? "" : ` --url http://127.0.0.1:${paymentsPort}/api/webhooks/payment`,
     ].join("");
   return [
+    // U2: the fragment never reaches a server; the console keeps the token in the tab and clears it.
+    `Operator console (signs in as demo-admin): ${apiUrl}/console#token=${adminToken}`,
+    "",
     `Tokens (valid ${tokenTtl}; more with npm run token -- --sub NAME [--admin]):`,
     `  export ADMIN_TOKEN=${adminToken}`,
     `  export TOKEN=${customerToken}`,
@@ -110,6 +127,10 @@ export async function demo(
     "Then refund it, or let the customer cancel an unpaid one:",
     `  ${webhook("payment.refunded")}`,
     `  curl -X PATCH -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '{"status":"cancelled"}' ${apiUrl}/api/orders/${order.order_id}`,
+    "",
+    "Order events as signed webhooks: subscribe a receiver (the answer shows its secret once), then run it:",
+    `  curl -X POST -H "Authorization: Bearer $ADMIN_TOKEN" -H "Content-Type: application/json" -d '{"url":"http://127.0.0.1:4000/","events":["*"]}' ${apiUrl}/api/webhook-endpoints`,
+    "  npm run receive -- --secret whsec_... --port 4000",
     "",
   ];
 }

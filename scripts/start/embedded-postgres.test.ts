@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { connectDatabase, migrateSchema } from "@commerce/shared/database";
+import { connectDatabase, migrateSchema } from "@commerce/shared/platform/database";
 import apiMigrations from "../../services/api/drizzle/migrations.json";
 import paymentsMigrations from "../../services/payments/drizzle/migrations.json";
 import { startEmbeddedPostgres } from "./embedded-postgres";

@@ -1,6 +1,6 @@
 /** What answers where, for `npm start` to choose: TCP ports, PostgreSQL, NATS with JetStream. */
 import { createConnection, createServer } from "node:net";
-import type { NatsCredentials } from "@commerce/shared/config";
+import type { NatsCredentials } from "@commerce/shared/platform/config";
 import { connect as connectNats } from "nats";
 import postgres from "postgres";
 

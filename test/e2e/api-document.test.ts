@@ -1,7 +1,17 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { signPayload } from "@commerce/shared/signature";
+import { signPayload } from "@commerce/shared/contract/signature";
 import { eventually, unique, webhookSecret } from "@commerce/testing/basics";
 import { type ServiceProcess, type Stack, startStack } from "@commerce/testing/processes";
+import {
+  adyenBatch,
+  adyenItem,
+  basicAuth,
+  providersEnv,
+  signedItem,
+  stripeBody,
+  stripeEvent,
+  stripeSignature,
+} from "@commerce/testing/provider-requests";
 import Ajv2020 from "ajv/dist/2020";
 
 setDefaultTimeout(60_000);
@@ -12,7 +22,10 @@ let stack: Stack;
 const documents: Record<string, Json> = {};
 beforeAll(async () => {
   // A limit high enough never to refuse, on, so the RateLimit headers are sent.
-  stack = await startStack({ env: { RATE_LIMIT_RPS: "1000", RATE_LIMIT_BURST: "2000" } });
+  // Stripe and Adyen on, so their routes are in the document this test checks.
+  stack = await startStack({
+    env: { ...providersEnv, RATE_LIMIT_RPS: "1000", RATE_LIMIT_BURST: "2000" },
+  });
   for (const service of [stack.api, stack.payments])
     documents[service.name] = (await (await fetch(`${service.url}/swagger/json`)).json()) as Json;
 });
@@ -243,6 +256,35 @@ describe("every documented operation, against the running services", () => {
       (await call(payments, "POST", webhook, signed(`{"pad":"${"x".repeat(70_000)}"}`))).status,
     ).toBe(413);
 
+    // Stripe's and Adyen's routes (G1), as those providers send: accepted, forged, malformed.
+    const stripe = stripeEvent("customer.created", { id: "cus_doc", object: "customer" });
+    const stripeBodyText = stripeBody(stripe);
+    const stripeSigned = async (body: string) => ({
+      body,
+      headers: {
+        "content-type": "application/json; charset=utf-8",
+        "stripe-signature": await stripeSignature(body),
+      },
+    });
+    const stripeRoute = "/api/webhooks/stripe";
+    expect(
+      (await call(payments, "POST", stripeRoute, await stripeSigned(stripeBodyText))).status,
+    ).toBe(200);
+    expect((await call(payments, "POST", stripeRoute, { body: stripeBodyText })).status).toBe(401);
+    expect((await call(payments, "POST", stripeRoute, await stripeSigned("{"))).status).toBe(400);
+    const adyen = JSON.stringify(
+      adyenBatch([signedItem(adyenItem(null, { eventCode: "REPORT_AVAILABLE" }))]),
+    );
+    const adyenRoute = "/api/webhooks/adyen";
+    const basic = { authorization: basicAuth() };
+    expect((await call(payments, "POST", adyenRoute, { body: adyen, headers: basic })).json).toBe(
+      "[accepted]",
+    );
+    expect((await call(payments, "POST", adyenRoute, { body: adyen })).status).toBe(401);
+    expect((await call(payments, "POST", adyenRoute, { body: "{", headers: basic })).status).toBe(
+      400,
+    );
+
     const events = { path: `/api/orders/${checkout.json.order_id}/events` };
     expect(
       (await call(api, "GET", "/api/orders/{order_id}/events", { ...events, token: customer }))
@@ -310,6 +352,53 @@ describe("every documented operation, against the running services", () => {
     expect((await call(payments, "POST", "/api/notifications/{id}/replay", replayOne)).status).toBe(
       202,
     );
+    // N10: the outbox rows each service set aside; U3: each service's figures; for an admin.
+    for (const [service, url] of [
+      [api, "/api/outbox/dead"],
+      [payments, "/api/outbox/dead"],
+      [api, "/api/status"],
+      [payments, "/api/status"],
+    ] as const) {
+      expect((await call(service, "GET", url, { token: admin })).status).toBe(200);
+      expect((await call(service, "GET", url, { token: customer })).status).toBe(403);
+    }
+
+    // Outgoing webhooks: an endpoint (its name resolves nowhere yet, which is accepted).
+    const hooks = "/api/webhook-endpoints";
+    const endpoint = await call(api, "POST", hooks, {
+      token: admin,
+      body: { url: `https://${unique("h")}.invalid/hook`, events: ["orders.paid"] },
+    });
+    expect(endpoint.status).toBe(201);
+    expect(endpoint.headers.get("location")).toBe(`${hooks}/${endpoint.json.id}`);
+    expect((await call(api, "POST", hooks, { token: admin, body: { url: "x" } })).status).toBe(400);
+    expect((await call(api, "GET", hooks, { token: admin })).status).toBe(200);
+    expect((await call(api, "GET", hooks, { token: customer })).status).toBe(403);
+    const hook = { path: `${hooks}/${endpoint.json.id}`, token: admin };
+    expect((await call(api, "GET", `${hooks}/{id}`, hook)).status).toBe(200);
+    expect(
+      (await call(api, "PATCH", `${hooks}/{id}`, { ...hook, body: { description: "warehouse" } }))
+        .status,
+    ).toBe(200);
+    const rotate = { ...hook, path: `${hook.path}/rotate-secret` };
+    expect((await call(api, "POST", `${hooks}/{id}/rotate-secret`, rotate)).status).toBe(200);
+    const ping = await call(api, "POST", `${hooks}/{id}/test`, {
+      ...hook,
+      path: `${hook.path}/test`,
+    });
+    expect(ping.status).toBe(202);
+    const log = { ...hook, path: `${hook.path}/deliveries` };
+    expect((await call(api, "GET", `${hooks}/{id}/deliveries`, log)).status).toBe(200);
+    const delivery = { ...hook, path: `${hook.path}/deliveries/${ping.json.id}` };
+    expect(
+      (await call(api, "GET", `${hooks}/{id}/deliveries/{delivery_id}`, delivery)).status,
+    ).toBe(200);
+    const retry = { ...hook, path: `${delivery.path}/retry` };
+    expect(
+      (await call(api, "POST", `${hooks}/{id}/deliveries/{delivery_id}/retry`, retry)).status,
+    ).toBe(202);
+    expect((await call(api, "DELETE", `${hooks}/{id}`, hook)).status).toBe(204);
+    expect((await call(api, "GET", `${hooks}/{id}`, hook)).status).toBe(404);
 
     // Every documented operation was called at least once.
     const documented = Object.entries(documents).flatMap(([service, document]) =>
@@ -364,6 +453,160 @@ describe("Swagger UI with no internet access", () => {
         ).text();
         expect(init).toContain('url: "/swagger/json"');
         expect(init).toContain("validatorUrl: null");
+      }
+    },
+  );
+});
+
+describe("the document as a client generator reads it", () => {
+  const operations = (document: Json) =>
+    Object.entries(document.paths as Json).flatMap(([path, methods]) =>
+      Object.entries(methods as Json).map(([method, operation]) => ({
+        path,
+        method,
+        operation: operation as Json,
+      })),
+    );
+  /** Every schema under a response or request body, however deep, that is written out inline. */
+  const inlineObjects = (node: unknown, at: string, found: string[] = []): string[] => {
+    if (typeof node !== "object" || node === null) return found;
+    const schema = node as Json;
+    if (schema.type === "object" && schema.properties && Object.keys(schema.properties).length > 2)
+      found.push(at);
+    for (const [key, value] of Object.entries(schema)) inlineObjects(value, `${at}/${key}`, found);
+    return found;
+  };
+
+  test.each([
+    [
+      "api",
+      [
+        "Product",
+        "ProductPage",
+        "Order",
+        "OrderItem",
+        "OrderPage",
+        "CartItem",
+        "Cart",
+        "TimelineEntry",
+        "Timeline",
+        "PaymentReview",
+        "PaymentReviewPage",
+        "OneLineOrder",
+        "OrderOfItems",
+        "ApiStatus",
+      ],
+    ],
+    [
+      "payments",
+      [
+        "Notification",
+        "NotificationDetail",
+        "NotificationPage",
+        "PaymentNotification",
+        "PaymentsStatus",
+      ],
+    ],
+  ] as const)(
+    "D5: every %s resource is a named component schema, used by $ref",
+    (name, expected) => {
+      const document = documents[name];
+      for (const schema of expected)
+        expect(Object.keys(document.components.schemas)).toContain(schema);
+      const inline = operations(document).flatMap(({ path, method, operation }) =>
+        inlineObjects(
+          { responses: operation.responses, body: operation.requestBody },
+          `${method} ${path}`,
+        ),
+      );
+      expect(inline).toEqual([]);
+      if (name === "api") {
+        const order = document.paths["/api/orders/{order_id}"].get.responses["200"];
+        expect(order.content["application/json"].schema).toEqual({
+          $ref: "#/components/schemas/Order",
+        });
+        expect(document.components.schemas.OrderPage.properties.items.items).toEqual({
+          $ref: "#/components/schemas/Order",
+        });
+        expect(JSON.stringify(document)).not.toContain("x-component");
+      }
+    },
+  );
+
+  test("D5: POST /api/orders is one of its two shapes, so {} fails against the document; checkout's body is optional", () => {
+    const document = documents.api;
+    const body = document.paths["/api/orders"].post.requestBody;
+    expect(body.required).toBe(true);
+    const schema = resolve(document, body.content["application/json"].schema) as Json;
+    expect(schema.oneOf).toHaveLength(2);
+    const validate = ajv.compile(schema);
+    expect(validate({})).toBe(false);
+    expect(validate({ product_id: 1, qty: 2 })).toBe(true);
+    expect(validate({ items: [{ product_id: 1, qty: 2 }] })).toBe(true);
+    expect(validate({ product_id: 1, qty: 2, items: [{ product_id: 1, qty: 2 }] })).toBe(false);
+    const checkout = document.paths["/api/cart/checkout"].post.requestBody;
+    expect(checkout.required).toBe(false);
+    const empty = ajv.compile(
+      resolve(document, checkout.content["application/json"].schema) as Json,
+    );
+    expect([empty({}), empty(7), empty({ a: 1 })]).toEqual([true, false, false]);
+  });
+
+  test.each(["api", "payments"] as const)(
+    "D5: every %s operation has a stable camelCase operationId named for what it does; tags are described",
+    (name) => {
+      const document = documents[name];
+      const ids = operations(document).map(({ operation }) => operation.operationId);
+      for (const id of ids) expect(id).toMatch(/^[a-z]+(?:[A-Z][a-z]+)*$/);
+      expect(new Set(ids).size).toBe(ids.length);
+      const expected =
+        name === "api"
+          ? [
+              "listProducts",
+              "getOrder",
+              "createOrder",
+              "checkoutCart",
+              "resolvePaymentReview",
+              "getApiStatus",
+            ]
+          : [
+              "receivePaymentNotification",
+              "listNotifications",
+              "replayNotification",
+              "getPaymentsStatus",
+            ];
+      for (const id of expected) expect(ids).toContain(id);
+      const used = new Set(operations(document).flatMap(({ operation }) => operation.tags ?? []));
+      const described = Object.fromEntries(
+        (document.tags ?? []).map((tag: Json) => [tag.name, tag.description]),
+      );
+      for (const tag of used) expect(described[tag]?.length ?? 0).toBeGreaterThan(10);
+    },
+  );
+
+  test.each(["api", "payments"] as const)(
+    "D5: %s documents /ready's 503, and its main resources carry examples that match their schemas",
+    (name) => {
+      const document = documents[name];
+      expect(document.paths["/ready"].get.responses["503"]).toBeDefined();
+      const resources =
+        name === "api"
+          ? [
+              "Product",
+              "Order",
+              "CartItem",
+              "PaymentReview",
+              "TimelineEntry",
+              "OrderPage",
+              "ApiStatus",
+            ]
+          : ["Notification", "NotificationDetail", "NotificationPage", "PaymentsStatus"];
+      for (const resource of resources) {
+        const schema = document.components.schemas[resource];
+        expect(schema.examples?.length ?? 0).toBeGreaterThan(0);
+        const { examples, ...rest } = resolve(document, schema) as Json;
+        const validate = ajv.compile(rest);
+        for (const example of examples) expect(validate(example)).toBe(true);
       }
     },
   );

@@ -5,7 +5,7 @@ import {
   type PaymentNotification,
   sendPaymentNotification,
 } from "@commerce/client";
-import { signPayload } from "@commerce/shared/signature";
+import { signPayload } from "@commerce/shared/contract/signature";
 import { eventually, unique, webhookSecret } from "@commerce/testing/basics";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 
@@ -138,6 +138,35 @@ describe("order paid, end to end over NATS JetStream", () => {
         10_000,
       );
     expect(await stack.orderStatus(order.order_id)).toBe("created");
+  });
+
+  test("V2: the provider's 1 cent for a 750 USD order cannot pay it by a plain apply of its review", async () => {
+    const order = await newOrder(75_000);
+    const cent = succeeded(order, { amount: 1 });
+    expect((await notify(cent)).status).toBe(200);
+    const [{ id }] = await eventually(async () => {
+      const rows = await stack.sql`
+        select id from api.payment_reviews where notification_id = ${cent.id}`;
+      return rows.length ? rows : undefined;
+    }, 10_000);
+    const review = admin.api["payment-reviews"]({ id: Number(id) });
+    const shown = await review.get();
+    expect(shown.data).toMatchObject({
+      reason: "mismatch",
+      amount: 1,
+      expected_amount: 75_000,
+      expected_currency: "USD",
+    });
+    const plain = await review.resolve.post({ action: "apply", note: "the customer says so" });
+    expect(plain.status).toBe(409);
+    expect(await stack.orderStatus(order.order_id)).toBe("created");
+    const accepted = await review.resolve.post({
+      action: "apply",
+      note: "the rest arrived by bank transfer",
+      accept_amount: true,
+    });
+    expect(accepted.status).toBe(200);
+    expect(await stack.orderStatus(order.order_id)).toBe("paid");
   });
 
   test("R5: a manual PATCH racing the webhook gives one move and one orders.paid", async () => {

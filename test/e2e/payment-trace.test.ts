@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { parseTraceparent } from "@commerce/shared/tracing";
+import { parseTraceparent } from "@commerce/shared/platform/tracing";
 import { eventually } from "@commerce/testing/basics";
 import { type ReceivedSpan, startOtlpReceiver } from "@commerce/testing/otlp-receiver";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";

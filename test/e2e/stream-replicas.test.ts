@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { createLogger } from "@commerce/shared/logger";
-import { streamsOf } from "@commerce/shared/messages";
-import { ensureStream, NatsLink, StreamReplicasError } from "@commerce/shared/nats";
+import { streamsOf } from "@commerce/shared/contract/messages";
+import { createLogger } from "@commerce/shared/platform/logger";
+import { ensureStream, NatsLink, StreamReplicasError } from "@commerce/shared/platform/nats";
 import { eventually, unique } from "@commerce/testing/basics";
 import { PrivateNats } from "@commerce/testing/nats-server";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";

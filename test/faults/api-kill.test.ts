@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { PaymentMessage } from "@commerce/shared/messages";
+import type { PaymentMessage } from "@commerce/shared/contract/messages";
 import { succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { Provider } from "./provider";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { signPayload } from "@commerce/shared/signature";
+import { signPayload } from "@commerce/shared/contract/signature";
 import { webhookSecret } from "@commerce/testing/basics";
 import { type PlacedOrder, type ServiceProcess, succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";

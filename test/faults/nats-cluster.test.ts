@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { ensureConsumer, ensureStream } from "@commerce/shared/nats";
+import { ensureConsumer, ensureStream } from "@commerce/shared/platform/nats";
 import { unique } from "@commerce/testing/basics";
 import { PrivateNatsCluster } from "@commerce/testing/nats-server";
 import { type Stack, succeeded } from "@commerce/testing/processes";

@@ -34,9 +34,15 @@ afterAll(async () => {
   await nats.dispose();
 });
 
+type User = "api" | "payments";
+
+/** A connection as one of the deployment's users, with its own inbox prefix as the services use. */
+const connectAs = (user: User) =>
+  connect({ servers: nats.url, user, pass: passwords[user], inboxPrefix: `_INBOX_${user}` });
+
 /** Publishes as `user` and resolves with the permission error NATS answers, if any. */
-async function publishAs(user: "api" | "payments", subject: string, payload: object) {
-  const nc = await connect({ servers: nats.url, user, pass: passwords[user] });
+async function publishAs(user: User, subject: string, payload: object) {
+  const nc = await connectAs(user);
   try {
     const refused = watchErrors(nc);
     nc.publish(subject, JSON.stringify(payload));
@@ -71,6 +77,94 @@ describe("NATS permissions", () => {
     const metrics = await (await fetch(`${stack.api.url}/metrics`)).text();
     expect(metrics).toMatch(/^payment_consumer_lag 0$/m);
     expect(await nats.log()).not.toContain("Violation");
+    // Neither service was refused anything it asked for under a normal flow.
+    for (const service of [stack.api, stack.payments])
+      expect(service.output).not.toContain("PERMISSIONS_VIOLATION");
+  });
+
+  test("N1: the api may read the payments stream's messages the oldest-unapplied gauge needs", async () => {
+    // The gauge reads the message after the consumer's ack floor; refused, it read NaN under lag.
+    const nc = await connectAs("api");
+    try {
+      const jsm = await nc.jetstreamManager();
+      const first = (await jsm.streams.info("PAYMENTS")).state.first_seq;
+      const message = await jsm.streams.getMessage("PAYMENTS", { seq: first });
+      expect(message.subject).toStartWith("payments.order.");
+    } finally {
+      await nc.close();
+    }
+    const metrics = await (await fetch(`${stack.api.url}/metrics`)).text();
+    expect(metrics).toMatch(/^payment_message_oldest_unapplied_age_seconds \d/m);
+  });
+
+  test("N1: the api's user cannot change PAYMENTS (max_msgs, sources), nor payments' ORDERS", async () => {
+    /** Tries a stream update as `user`; resolves with how it ended. */
+    const update = async (user: User, stream: string, change: Record<string, unknown>) => {
+      const nc = await connectAs(user);
+      try {
+        const jsm = await nc.jetstreamManager({ timeout: 2000 });
+        const info = await jsm.streams.info(stream);
+        return await jsm.streams.update(stream, { ...info.config, ...change }).then(
+          () => "updated",
+          (error: Error) => error.message,
+        );
+      } finally {
+        await nc.close();
+      }
+    };
+    const before = {
+      PAYMENTS: (await stack.nats.manager().then((m) => m.streams.info("PAYMENTS"))).config,
+      ORDERS: (await stack.nats.manager().then((m) => m.streams.info("ORDERS"))).config,
+    };
+    // The reviewer's attack: PAYMENTS shrunk to one message, so accepted payments never arrive.
+    expect(await update("api", "PAYMENTS", { max_msgs: 1 })).not.toBe("updated");
+    expect(await update("api", "PAYMENTS", { sources: [{ name: "ORDERS" }] })).not.toBe("updated");
+    expect(await update("payments", "ORDERS", { max_msgs: 1 })).not.toBe("updated");
+    expect(await update("payments", "ORDERS", { sources: [{ name: "PAYMENTS" }] })).not.toBe(
+      "updated",
+    );
+    expect(await nats.log()).toContain(
+      'Publish Violation - User "api", Subject "$JS.API.STREAM.UPDATE.PAYMENTS"',
+    );
+    expect(await nats.log()).toContain(
+      'Publish Violation - User "payments", Subject "$JS.API.STREAM.UPDATE.ORDERS"',
+    );
+    const jsm = await stack.nats.manager();
+    expect((await jsm.streams.info("PAYMENTS")).config).toEqual(before.PAYMENTS);
+    expect((await jsm.streams.info("ORDERS")).config).toEqual(before.ORDERS);
+
+    // Payments still reach the api afterwards.
+    const order = await stack.newOrder();
+    expect((await stack.notify(succeeded(order))).status).toBe(200);
+    await stack.paid(order.order_id);
+  });
+
+  test("N1: neither user can read the other's replies (its inbox), nor the shared _INBOX.>", async () => {
+    /** Subscribes as `user` and resolves with the permission error NATS answers, if any. */
+    const subscribeAs = async (user: User, subject: string) => {
+      const nc = await connectAs(user);
+      try {
+        const refused = watchErrors(nc);
+        nc.subscribe(subject);
+        await nc.flush();
+        return await Promise.race([refused, Bun.sleep(1000).then(() => undefined)]);
+      } finally {
+        await nc.close();
+      }
+    };
+    for (const [user, subject] of [
+      ["payments", "_INBOX_api.>"],
+      ["payments", "_INBOX.>"],
+      ["api", "_INBOX_payments.>"],
+      ["api", "_INBOX.>"],
+    ] as const)
+      expect(await subscribeAs(user, subject)).toMatchObject({
+        code: "PERMISSIONS_VIOLATION",
+        operation: "subscription",
+        subject,
+      });
+    // And its own inbox works: a request answered by someone the user may hear from.
+    expect(await subscribeAs("api", "_INBOX_api.>")).toBeUndefined();
   });
 
   test("N1: an order-paid message from the api's user, or from no user, is refused and never applied", async () => {

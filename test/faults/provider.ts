@@ -1,4 +1,4 @@
-import { signPayload } from "@commerce/shared/signature";
+import { signPayload } from "@commerce/shared/contract/signature";
 import { webhookSecret } from "@commerce/testing/basics";
 
 export type Attempt = {

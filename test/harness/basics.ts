@@ -1,4 +1,4 @@
-import type { PaymentMessage } from "@commerce/shared/messages";
+import type { PaymentMessage } from "@commerce/shared/contract/messages";
 import { SignJWT } from "jose";
 
 /** The real servers the tests run against. */
@@ -28,12 +28,8 @@ export async function eventually<T>(
   }
 }
 
-export async function freePort(): Promise<number> {
-  const server = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = server.port;
-  server.stop(true);
-  return port;
-}
+// One way to find a port in the repo: `npm start`'s, which the tests and the bench use too.
+export { freePort } from "../../scripts/start/probes";
 
 export type Claims = {
   sub?: string;

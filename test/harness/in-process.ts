@@ -1,10 +1,11 @@
 import { loadConfig as loadApiConfig } from "../../services/api/src/config";
+import { createService as createApiService } from "../../services/api/src/create-service";
 import type { ApiDeps } from "../../services/api/src/deps";
-import { createService as createApiService } from "../../services/api/src/service";
+import type { DispatcherOptions } from "../../services/api/src/modules/webhooks/dispatcher";
 import { createApp as createPaymentsApp } from "../../services/payments/src/app";
 import { loadConfig as loadPaymentsConfig } from "../../services/payments/src/config";
+import { createService as createPaymentsService } from "../../services/payments/src/create-service";
 import type { PaymentsDeps } from "../../services/payments/src/deps";
-import { createService as createPaymentsService } from "../../services/payments/src/service";
 import { jwtSecret, testDatabaseUrl, testNatsUrl, token, unique, webhookSecret } from "./basics";
 
 /**
@@ -18,6 +19,10 @@ const testEnv = (env: Record<string, string>) => ({
   AUTH_JWT_SECRET: jwtSecret,
   PAYMENT_WEBHOOK_SECRETS: webhookSecret,
   RATE_LIMIT_RPS: "0",
+  // N5's limits are off: a test's customer places as many orders as it needs (holds.test.ts
+  // turns them on).
+  HOLD_MAX_ORDERS: "0",
+  HOLD_MAX_UNITS: "0",
   LOG_LEVEL: "debug",
   ...env,
 });
@@ -27,6 +32,8 @@ type InProcessOptions<Deps> = {
   /** Parts of the routes' dependencies to replace. */
   replace?: Partial<Deps>;
 };
+
+type ApiOptions = InProcessOptions<ApiDeps> & { webhookDispatcher?: DispatcherOptions };
 
 export type Call = {
   token?: string;
@@ -38,13 +45,14 @@ export type Call = {
  * The api as `main.ts` builds it (`createService`), not listening: requests go through
  * `app.handle`. NATS, the relay and the consumer are built but not started.
  */
-export async function startApi({ env = {}, replace = {} }: InProcessOptions<ApiDeps> = {}) {
+export async function startApi({ env = {}, replace = {}, webhookDispatcher }: ApiOptions = {}) {
   const logLines: string[] = [];
   const service = await createApiService(loadApiConfig(testEnv(env)), {
     databasePool: 5,
     logSink: (line) => logLines.push(line),
     // NATS is not started in-process: readiness is the database alone.
     replace: { outboxWritten: () => {}, readiness: [], ...replace },
+    webhookDispatcher,
   });
   const { app, deps } = service;
 

@@ -1,4 +1,4 @@
-import type { Sql } from "@commerce/shared/database";
+import type { Sql } from "@commerce/shared/platform/database";
 
 /**
  * P4: every list whose counter rows (summed over slots) differ from a count of its rows, both

@@ -1,8 +1,9 @@
 /** Webhook requests as the payment provider sends them, and what tests check of their effects. */
-import type { Sql } from "@commerce/shared/database";
-import { createLogger, type Logger } from "@commerce/shared/logger";
-import { RateLimiter } from "@commerce/shared/rate-limit";
-import { signPayload } from "@commerce/shared/signature";
+
+import { signPayload } from "@commerce/shared/contract/signature";
+import type { Sql } from "@commerce/shared/platform/database";
+import { createLogger, type Logger } from "@commerce/shared/platform/logger";
+import { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import { webhookSecret } from "./basics";
 
 export const webhookUrl = "http://localhost/api/webhooks/payment";

@@ -1,4 +1,4 @@
-import { connectDatabase } from "@commerce/shared/database";
+import { connectDatabase } from "@commerce/shared/platform/database";
 import { testDatabaseUrl, unique } from "./basics";
 
 /**

@@ -1,10 +1,9 @@
 import { tmpdir } from "node:os";
-import type { NatsCredentials } from "@commerce/shared/config";
-import { createLogger } from "@commerce/shared/logger";
-import { messageTopology, type OrderEvent, streamsOf } from "@commerce/shared/messages";
-import { NatsLink } from "@commerce/shared/nats";
-import { signPayload } from "@commerce/shared/signature";
-import type { Subprocess } from "bun";
+import { messageTopology, type OrderEvent, streamsOf } from "@commerce/shared/contract/messages";
+import { signPayload } from "@commerce/shared/contract/signature";
+import type { NatsCredentials } from "@commerce/shared/platform/config";
+import { createLogger } from "@commerce/shared/platform/logger";
+import { NatsLink } from "@commerce/shared/platform/nats";
 import type { StoredMsg } from "nats";
 import postgres from "postgres";
 import {
@@ -17,91 +16,23 @@ import {
   unique,
   webhookSecret,
 } from "./basics";
+import { root, type ServiceName, ServiceProcess, serviceCommand } from "./launch";
 
-const root = new URL("../..", import.meta.url).pathname;
+export { type ServiceName, ServiceProcess };
 
 /** Set E2E_BINARIES=1 to run the compiled dist/ binaries instead of the sources. */
 const useBinaries = process.env.E2E_BINARIES === "1";
 
-export type ServiceName = "api" | "payments";
-
-export class ServiceProcess {
-  process?: Subprocess;
-  readonly url: string;
-  output = "";
-
-  constructor(
-    readonly name: ServiceName,
-    readonly port: number,
-    private readonly env: Record<string, string>,
-  ) {
-    this.url = `http://127.0.0.1:${port}`;
-  }
-
-  async start(): Promise<void> {
-    const command = useBinaries
-      ? [`${root}dist/${this.name}`]
-      : [
-          process.execPath,
-          "--no-env-file",
-          // PROFILE_SERVICE=api: a CPU profile of that service, as markdown, when it exits.
-          ...(process.env.PROFILE_SERVICE === this.name
-            ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.PROFILE_DIR ?? "/tmp/prof"}`]
-            : []),
-          `${root}services/${this.name}/src/main.ts`,
-        ];
-    this.process = Bun.spawn(command, {
-      // A binary runs from elsewhere, so whatever it serves must be inside it (Swagger UI's assets).
-      cwd: useBinaries ? tmpdir() : root,
-      env: { PATH: process.env.PATH ?? "", ...this.env, PORT: String(this.port) },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    void this.collect(this.process.stdout as ReadableStream<Uint8Array>);
-    void this.collect(this.process.stderr as ReadableStream<Uint8Array>);
-    await this.waitReady();
-  }
-
-  /** The JSON lines the process wrote (O6), in order. */
-  logLines(): Record<string, any>[] {
-    return this.output
-      .split("\n")
-      .filter((line) => line.startsWith("{"))
-      .flatMap((line) => {
-        try {
-          return [JSON.parse(line)];
-        } catch {
-          return [];
-        }
-      });
-  }
-
-  private async collect(stream: ReadableStream<Uint8Array>) {
-    const decoder = new TextDecoder();
-    for await (const chunk of stream)
-      this.output = (this.output + decoder.decode(chunk)).slice(-200_000);
-  }
-
-  async waitReady(timeoutMs = 15_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if (this.process?.exitCode !== null && this.process?.exitCode !== undefined)
-        throw new Error(`${this.name} exited with ${this.process.exitCode}:\n${this.output}`);
-      try {
-        if ((await fetch(`${this.url}/ready`)).ok) return;
-      } catch {}
-      await Bun.sleep(50);
-    }
-    throw new Error(`${this.name} not ready after ${timeoutMs} ms:\n${this.output}`);
-  }
-
-  /** Sends a signal and waits for the exit code. */
-  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
-    if (!this.process || this.process.exitCode !== null) return this.process?.exitCode ?? null;
-    this.process.kill(signal);
-    return this.process.exited;
-  }
-}
+/** One service of a test stack: its output kept in memory for the test to read. */
+const serviceProcess = (name: ServiceName, port: number, env: Record<string, string>) =>
+  new ServiceProcess({
+    name,
+    port,
+    command: serviceCommand(name, useBinaries),
+    // A binary runs from elsewhere, so whatever it serves must be inside it (Swagger UI's assets).
+    cwd: useBinaries ? tmpdir() : root,
+    env,
+  });
 
 /**
  * Both services as real processes on free ports, against the real PostgreSQL and NATS (or the
@@ -109,6 +40,7 @@ export class ServiceProcess {
  * and test files never share messages. `env` adds to or overrides the services' environment,
  * `serviceEnv` one service's (e.g. its own NATS user); `natsCredentials` are the test's own.
  * `prefix: ""` uses the deployment's names, for a private nats-server that has no other stack.
+ * `linkConsole` points the api's console at payments and lets it through payments' CORS (U1).
  */
 export async function startStack({
   start = ["api", "payments"] as ServiceName[],
@@ -118,6 +50,7 @@ export async function startStack({
   prefix = unique("e"),
   env: extraEnv = {} as Record<string, string>,
   serviceEnv = {} as Partial<Record<ServiceName, Record<string, string>>>,
+  linkConsole = false,
 } = {}) {
   const stackEnv = {
     DATABASE_URL: databaseUrl,
@@ -126,12 +59,28 @@ export async function startStack({
     AUTH_JWT_SECRET: jwtSecret,
     PAYMENT_WEBHOOK_SECRETS: webhookSecret,
     RATE_LIMIT_RPS: "0",
+    // N5's limits are off: the stack's one customer places as many orders as a test needs.
+    HOLD_MAX_ORDERS: "0",
+    HOLD_MAX_UNITS: "0",
     LOG_LEVEL: "warn",
     ...extraEnv,
   };
-  const api = new ServiceProcess("api", await freePort(), { ...stackEnv, ...serviceEnv.api });
-  const payments = new ServiceProcess("payments", await freePort(), {
+  const [apiPort, paymentsPort] = [await freePort(), await freePort()];
+  // U1: the console on the api's origin reads payments' operator routes from the browser.
+  const consoleEnv: Record<ServiceName, Record<string, string>> = linkConsole
+    ? {
+        api: { PAYMENTS_PUBLIC_URL: `http://127.0.0.1:${paymentsPort}` },
+        payments: { CONSOLE_ORIGINS: `http://127.0.0.1:${apiPort}` },
+      }
+    : { api: {}, payments: {} };
+  const api = serviceProcess("api", apiPort, {
     ...stackEnv,
+    ...consoleEnv.api,
+    ...serviceEnv.api,
+  });
+  const payments = serviceProcess("payments", paymentsPort, {
+    ...stackEnv,
+    ...consoleEnv.payments,
     ...serviceEnv.payments,
   });
   const services = { api, payments };
@@ -144,6 +93,8 @@ export async function startStack({
     createLogger("error", {}, () => {}),
     undefined,
     natsCredentials,
+    // N1: a user of deploy/nats-auth.conf receives replies only under its own inbox prefix.
+    natsCredentials && "user" in natsCredentials ? `_INBOX_${natsCredentials.user}` : undefined,
   );
   await nats.start();
   const sql = postgres(databaseUrl, { max: 4, onnotice: () => {} });
@@ -269,7 +220,7 @@ export async function startStack({
 
     /** One more process of a service with the stack's settings (plus `env`), e.g. an api replica. */
     async replica(name: ServiceName, env: Record<string, string> = {}): Promise<ServiceProcess> {
-      const replica = new ServiceProcess(name, await freePort(), {
+      const replica = serviceProcess(name, await freePort(), {
         ...stackEnv,
         ...serviceEnv[name],
         ...env,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { isCleanText } from "@commerce/shared/platform/http/fields";
 import { token } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { privateDatabase } from "@commerce/testing/private-database";
@@ -72,13 +73,9 @@ const onlyKeys = (v: Record<string, unknown>, allowed: string[]) =>
   Object.keys(v).every((k) => allowed.includes(k));
 const int = (v: unknown, min: number, max: number) =>
   Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
-/** Text the database stores as sent: well-formed UTF-16, no NUL. */
+/** N9: well-formed text without control characters, its length counted in code points. */
 const text = (v: unknown, min: number, max: number) =>
-  typeof v === "string" &&
-  v.length >= min &&
-  v.length <= max &&
-  !v.includes("\u0000") &&
-  v.isWellFormed();
+  typeof v === "string" && [...v].length >= min && [...v].length <= max && isCleanText(v);
 
 const productFields: Record<string, (v: unknown) => boolean> = {
   name: (v) => text(v, 1, 200),

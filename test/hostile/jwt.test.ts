@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createTokenVerifier } from "@commerce/shared/auth/token-verifier";
+import { createTokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
 import { jwtSecret as testSecret, token } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import fc from "fast-check";

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { signPayload } from "@commerce/shared/signature";
+import { signPayload } from "@commerce/shared/contract/signature";
+import { isCleanText } from "@commerce/shared/platform/http/fields";
 import { webhookSecret as secret } from "@commerce/testing/basics";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import { privateDatabase } from "@commerce/testing/private-database";
@@ -57,24 +58,23 @@ const example =
 const keys = ["event", "order_id", "amount", "currency", "id"];
 
 const safeInt = (v: unknown, min: number) => Number.isSafeInteger(v) && (v as number) >= min;
-const storable = (v: unknown, max: number) =>
-  typeof v === "string" &&
-  v.length >= 1 &&
-  v.length <= max &&
-  !v.includes("\u0000") &&
-  v.isWellFormed();
+/** N9: well-formed text without control characters; `event`'s length counted in code points. */
+const storable = (v: unknown, max: number, length = (s: string) => s.length) =>
+  typeof v === "string" && length(v) >= 1 && length(v) <= max && isCleanText(v);
+const codePoints = (s: string) => [...s].length;
 
 /** W3, as the contract words it. */
 function validNotification(v: unknown): boolean {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
   const n = v as Record<string, unknown>;
   return (
-    storable(n.event, 100) &&
+    storable(n.event, 100, codePoints) &&
     safeInt(n.order_id, 1) &&
     safeInt(n.amount, 0) &&
     typeof n.currency === "string" &&
     /^[A-Z]{3}$/.test(n.currency) &&
-    (n.id === undefined || storable(n.id, 255))
+    // W3, N10: the id becomes a Nats-Msg-Id header: printable ASCII, no space.
+    (n.id === undefined || (typeof n.id === "string" && /^[\x21-\x7E]{1,255}$/.test(n.id)))
   );
 }
 

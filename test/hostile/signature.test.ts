@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { signPayload } from "@commerce/shared/signature";
+import { signPayload } from "@commerce/shared/contract/signature";
 import { webhookSecret as secret } from "@commerce/testing/basics";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import { privateDatabase } from "@commerce/testing/private-database";

@@ -1,5 +1,5 @@
 import { expect } from "bun:test";
-import type { Sql } from "@commerce/shared/database";
+import type { Sql } from "@commerce/shared/platform/database";
 import fc from "fast-check";
 
 /** One hash over every row of every table of `schema`: equal hashes, unchanged tables. */

@@ -1,20 +1,8 @@
-import type { App } from "@commerce/api/app";
 import type { PaymentNotification, Received } from "@commerce/payments/notification";
-import type { Problem } from "@commerce/shared/errors";
-import { signatureHeader, signPayload } from "@commerce/shared/signature";
-import { treaty } from "@elysiajs/eden";
+import { signatureHeader, signPayload } from "@commerce/shared/contract/signature";
+import type { Problem } from "@commerce/shared/platform/errors";
 
-/**
- * The api as Eden Treaty sees it: paths, bodies, answers and errors typed from the app's own
- * route schemas, so a route change that breaks a caller fails the type check.
- * `apiClient(url, token).api.orders.post({ product_id: 1, qty: 2 })`.
- */
-export const apiClient = (baseUrl: string, token?: string) =>
-  treaty<App>(baseUrl, {
-    headers: token ? { authorization: `Bearer ${token}` } : {},
-  });
-
-export type ApiClient = ReturnType<typeof apiClient>;
+export { type ApiClient, apiClient, type PaymentsClient, paymentsClient } from "./browser";
 
 export type { PaymentNotification };
 

@@ -1,29 +1,38 @@
-import { databaseIsUp } from "@commerce/shared/database";
-import { problemErrors } from "@commerce/shared/http/problems";
-import { requestLog } from "@commerce/shared/http/request-log";
-import { openapiDocs } from "@commerce/shared/openapi";
-import { operationalRoutes } from "@commerce/shared/operational-routes";
+import { databaseIsUp } from "@commerce/shared/platform/database";
+import { problemErrors } from "@commerce/shared/platform/http/problems";
+import { requestLog } from "@commerce/shared/platform/http/request-log";
+import { urlText } from "@commerce/shared/platform/http/url-text";
+import { openapiDocs } from "@commerce/shared/platform/openapi";
+import { operationalRoutes } from "@commerce/shared/platform/operational-routes";
 import { Elysia } from "elysia";
 import type { ApiDeps } from "./deps";
 import { jsonBody } from "./lib/json-body";
 import { auth, bearerSecurity } from "./modules/auth";
 import { cartController } from "./modules/cart";
+import { consoleController } from "./modules/console";
 import { ordersController } from "./modules/orders";
 import { checkoutController } from "./modules/orders/checkout";
+import { orderBodyShapes } from "./modules/orders/model";
+import { outboxController } from "./modules/outbox";
 import { productsController } from "./modules/products";
 import { reviewsController } from "./modules/reviews";
+import { statusController } from "./modules/status";
+import { webhooksController } from "./modules/webhooks";
 
 export const apiBodyLimit = 16 * 1024;
 
 const apiDescription = `Products, orders and the cart of the shop. Every \`/api\` route needs a bearer token.
 
-**Getting a token.** Tokens are HS256 JWTs signed with the service's \`AUTH_JWT_SECRET\`, with the
-customer's id in \`sub\` and an expiry in \`exp\`; an admin token also has \`"scope": "admin"\`.
+**Getting a token.** Tokens are JWTs with the customer's id in \`sub\` and an expiry in \`exp\`;
+an admin token also has \`"scope": "admin"\`. A deployment verifies ES256/RS256 tokens with a
+public key (\`AUTH_PUBLIC_KEY\` or \`AUTH_JWKS_URL\`, with \`iss\` and \`aud\` required); locally
+they are HS256 JWTs signed with \`AUTH_JWT_SECRET\`.
 Locally, \`npm run token -- --sub alice\` prints a customer token and
 \`npm run token -- --sub alice --admin\` an admin one (\`npm start\` prints both). In Swagger UI,
 press **Authorize** and paste the token alone, without \`Bearer\`.
 
-Errors are \`application/problem+json\` (RFC 9457). Requests are rate limited per token subject;
+Errors are \`application/problem+json\` (RFC 9457). Requests are rate limited per token subject
+(requests without a valid token per client address);
 the RateLimit-Policy and RateLimit headers say how much is left.`;
 
 export function createApp(deps: ApiDeps) {
@@ -32,19 +41,98 @@ export function createApp(deps: ApiDeps) {
       .use(requestLog(deps))
       .use(problemErrors(deps))
       // Credentials are checked before the body, so anonymous callers learn nothing of the schemas.
-      .use(auth(deps.verifyToken, deps.rateLimiter))
+      .use(
+        auth(deps.verifyToken, deps.rateLimiter, {
+          limiter: deps.rejectedLimiter,
+          trustProxy: deps.trustProxy,
+        }),
+      )
       .use(jsonBody({ limitBytes: apiBodyLimit }))
+      // N9: no NUL, lone surrogate or control character in the path or query string.
+      .use(urlText())
       .use(
         openapiDocs({
           title: "Shop API",
           description: apiDescription,
           rateLimited: (path) => path.startsWith("/api/"),
           security: [bearerSecurity],
+          tags: [
+            {
+              name: "Operations",
+              description: "Liveness, readiness and metrics, for the platform; no credentials",
+            },
+            {
+              name: "Products",
+              description: "The catalogue: anyone with a token reads it, admins change it",
+            },
+            {
+              name: "Orders",
+              description:
+                "Placing, reading and moving orders, and each order's timeline; a customer sees only their own",
+            },
+            {
+              name: "Cart",
+              description: "Each customer's one cart, and checking it out into an order",
+            },
+            {
+              name: "Webhooks",
+              description:
+                "Endpoints an admin subscribes to order events, signed as Standard Webhooks say, and their delivery log",
+            },
+            {
+              name: "Status",
+              description:
+                "The figures an operator watches (outbox, payment consumer, reviews, failing endpoints); admin token only",
+            },
+            {
+              name: "Payment reviews",
+              description:
+                "Payment messages the api would not apply by itself, for an admin to apply or dismiss",
+            },
+          ],
+          schemas: orderBodyShapes,
+          requestBodies: {
+            createOrder: {
+              required: true,
+              content: {
+                "application/json": {
+                  schema: {
+                    oneOf: [
+                      { $ref: "#/components/schemas/OneLineOrder" },
+                      { $ref: "#/components/schemas/OrderOfItems" },
+                    ],
+                  },
+                  examples: {
+                    oneLine: { summary: "One line", value: { product_id: 42, qty: 2 } },
+                    items: {
+                      summary: "Several lines",
+                      value: {
+                        items: [
+                          { product_id: 42, qty: 2 },
+                          { product_id: 7, qty: 1 },
+                        ],
+                      },
+                    },
+                  },
+                },
+              },
+            },
+            checkoutCart: {
+              required: false,
+              description: "No body, or an empty object",
+              content: {
+                "application/json": {
+                  schema: { type: "object", additionalProperties: false, maxProperties: 0 },
+                },
+              },
+            },
+          },
         }),
       )
       .use(
         operationalRoutes({
           metrics: deps.metrics,
+          metricsToken: deps.metricsToken,
           checks: [{ name: "database", check: () => databaseIsUp(deps.sql) }, ...deps.readiness],
         }),
       )
@@ -53,6 +141,10 @@ export function createApp(deps: ApiDeps) {
       .use(cartController(deps))
       .use(checkoutController(deps))
       .use(reviewsController(deps))
+      .use(outboxController(deps))
+      .use(consoleController(deps))
+      .use(webhooksController(deps))
+      .use(statusController(deps))
   );
 }
 

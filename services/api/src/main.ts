@@ -1,7 +1,11 @@
-import { configOrExit, healthcheckIfAsked, onShutdown } from "@commerce/shared/lifecycle";
-import { reclaimMemoryWhenIdle } from "@commerce/shared/memory-reclaim";
+import { reclaimMemoryWhenIdle } from "@commerce/shared/platform/memory-reclaim";
+import {
+  configOrExit,
+  healthcheckIfAsked,
+  onShutdown,
+} from "@commerce/shared/platform/process-exit";
 import { loadConfig } from "./config";
-import { createService } from "./service";
+import { createService } from "./create-service";
 
 await healthcheckIfAsked(3000);
 const config = configOrExit(() => loadConfig(process.env));

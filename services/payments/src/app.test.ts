@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { connectDatabase } from "@commerce/shared/database";
-import { parseTraceparent } from "@commerce/shared/tracing";
+import { connectDatabase } from "@commerce/shared/platform/database";
+import { parseTraceparent } from "@commerce/shared/platform/tracing";
 import { eventually } from "@commerce/testing/basics";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import {
@@ -66,7 +66,10 @@ describe("operations", () => {
       in: "header",
       name: "x-signature",
     });
-    const schema = route.requestBody.content["application/json"].schema;
+    expect(route.requestBody.content["application/json"].schema).toEqual({
+      $ref: "#/components/schemas/PaymentNotification",
+    });
+    const schema = doc.components.schemas.PaymentNotification;
     expect(schema.required).toEqual(["event", "order_id", "amount", "currency"]);
     expect(schema.properties.order_id).toMatchObject({ type: "integer", minimum: 1 });
     expect(schema.properties.currency).toMatchObject({ pattern: "^[A-Z]{3}$" });
@@ -97,9 +100,13 @@ describe("operations", () => {
     expect(Object.keys(operations[2].responses)).toEqual(
       expect.arrayContaining(["202", "404", "409"]),
     );
-    const item =
-      doc.paths["/api/notifications"].get.responses["200"].content["application/json"].schema
-        .properties.items.items;
+    expect(
+      doc.paths["/api/notifications"].get.responses["200"].content["application/json"].schema,
+    ).toEqual({ $ref: "#/components/schemas/NotificationPage" });
+    expect(doc.components.schemas.NotificationPage.properties.items.items).toEqual({
+      $ref: "#/components/schemas/Notification",
+    });
+    const item = doc.components.schemas.Notification;
     expect(Object.keys(item.properties).sort()).toEqual(
       [
         "amount",
@@ -107,6 +114,8 @@ describe("operations", () => {
         "event",
         "id",
         "order_id",
+        "payment_ref",
+        "provider",
         "published_at",
         "received_at",
         "source_ip",

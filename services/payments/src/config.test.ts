@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError } from "@commerce/shared/config";
-import { loadConfig } from "../src/config";
+import { ConfigError } from "@commerce/shared/platform/env";
+import { loadConfig, paymentsEnv } from "../src/config";
 
 const required = {
   DATABASE_URL: "postgres://root@127.0.0.1:5432/test",
@@ -8,6 +8,11 @@ const required = {
 };
 
 describe("configuration", () => {
+  test("one schema lists every variable with what it is for", () => {
+    for (const [name, variable] of Object.entries(paymentsEnv.properties))
+      expect([name, variable.description ?? ""]).toEqual([name, expect.stringMatching(/\w/)]);
+  });
+
   test("defaults: port 3001, 100 requests a second and a burst of 200 per source IP, 300 s tolerance", () => {
     expect(loadConfig(required)).toMatchObject({
       port: 3001,
@@ -30,6 +35,25 @@ describe("configuration", () => {
     );
   });
 
+  test("U1: CONSOLE_ORIGINS lists the console origins CORS lets in; unset, none; a path or a non-origin stops", () => {
+    expect(loadConfig(required).consoleOrigins).toEqual([]);
+    expect(
+      loadConfig({
+        ...required,
+        CONSOLE_ORIGINS: "https://shop.example.com, http://127.0.0.1:3000",
+      }).consoleOrigins,
+    ).toEqual(["https://shop.example.com", "http://127.0.0.1:3000"]);
+    for (const bad of [
+      "https://shop.example.com/console",
+      "shop.example.com",
+      "*",
+      "ftp://x.example",
+    ])
+      expect(() => loadConfig({ ...required, CONSOLE_ORIGINS: bad })).toThrow(
+        /^CONSOLE_ORIGINS must be comma-separated origins/,
+      );
+  });
+
   test("W2: PAYMENT_WEBHOOK_SECRETS is a comma-separated list for rotation", () => {
     const config = loadConfig({
       ...required,
@@ -40,6 +64,23 @@ describe("configuration", () => {
       secrets: ["whsec_new_long_secret", "whsec_old_long_secret"],
       toleranceSeconds: 60,
     });
+  });
+
+  test("G1, S1, Y1: Stripe and Adyen are off unless configured; their secrets are read as lists for rotation", () => {
+    expect(loadConfig(required).providers).toEqual({ stripe: undefined, adyen: undefined });
+    const config = loadConfig({
+      ...required,
+      STRIPE_WEBHOOK_SECRETS: "whsec_first_secret_1, whsec_second_secret_2",
+      ADYEN_HMAC_KEYS: `${"ab".repeat(32)},${"CD".repeat(16)}`,
+      ADYEN_WEBHOOK_USERNAME: "adyen",
+      ADYEN_WEBHOOK_PASSWORD: "a-password",
+    });
+    expect(config.providers.stripe?.secrets).toEqual([
+      "whsec_first_secret_1",
+      "whsec_second_secret_2",
+    ]);
+    expect(config.providers.adyen?.hmacKeys.map((key) => key.length)).toEqual([32, 16]);
+    expect(config.providers.adyen?.basic).toEqual({ username: "adyen", password: "a-password" });
   });
 
   test("W2: every webhook secret has at least 16 characters, or the service does not start", () => {
@@ -69,6 +110,18 @@ describe("configuration", () => {
     [{ ...required, RATE_LIMIT_RPS: "-1" }, "RATE_LIMIT_RPS must be"],
     [{ PAYMENT_WEBHOOK_SECRETS: "whsec_a_long_secret" }, "DATABASE_URL is required"],
     [{ ...required, PAYMENT_WEBHOOK_SECRETS: "whsec_dev" }, "PAYMENT_WEBHOOK_SECRETS: each secret"],
+    [{ ...required, STRIPE_WEBHOOK_SECRETS: "whsec_short" }, "STRIPE_WEBHOOK_SECRETS must be"],
+    [
+      { ...required, STRIPE_WEBHOOK_SECRETS: "whsec_a_long_secret,,whsec_b_long" },
+      "STRIPE_WEBHOOK_SECRETS must be",
+    ],
+    [{ ...required, ADYEN_HMAC_KEYS: "not-hex-at-all" }, "ADYEN_HMAC_KEYS must be"],
+    [{ ...required, ADYEN_HMAC_KEYS: "ABCD" }, "ADYEN_HMAC_KEYS must be"],
+    [{ ...required, ADYEN_WEBHOOK_USERNAME: "user" }, "ADYEN_HMAC_KEYS is required"],
+    [
+      { ...required, ADYEN_HMAC_KEYS: "ab".repeat(32), ADYEN_WEBHOOK_USERNAME: "user" },
+      "ADYEN_WEBHOOK_PASSWORD must be set",
+    ],
   ])("a bad setting %j stops with one line naming the variable", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

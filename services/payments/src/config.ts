@@ -1,36 +1,50 @@
-import {
-  ConfigError,
-  type Env,
-  read,
-  readAuthConfig,
-  readCommonConfig,
-} from "@commerce/shared/config";
+import { authConfig } from "@commerce/shared/platform/auth/auth-config";
+import { commonSettings, commonVariables } from "@commerce/shared/platform/config";
+import { type Env, parseEnv, Var } from "@commerce/shared/platform/env";
+import { Type } from "@sinclair/typebox";
+import { providerSettings, providerVariables } from "./modules/providers";
 
-const minSecretLength = 16;
+/** Every variable the payments service reads: its type, range, default and what it is for. */
+export const paymentsEnv = Type.Object({
+  ...commonVariables({ port: 3001, ratePerSecond: 100, burst: 200 }),
+  PAYMENT_WEBHOOK_SECRETS: Var.list(
+    // W2: a short secret can be guessed offline from one signed notification.
+    Var.text({ minLength: 16, expected: "at least 16 characters long" }),
+    {
+      each: "secret",
+      secret: true,
+      expected: "a comma-separated list of non-empty secrets",
+      description: "W2: the notifications' signing secrets; any one may match (rotation)",
+    },
+  ),
+  WEBHOOK_TOLERANCE_SECONDS: Var.integer({
+    minimum: 1,
+    maximum: 86_400,
+    default: 300,
+    description: "W2: how far a notification's signed timestamp may be from now",
+  }),
+  CONSOLE_ORIGINS: Var.list(Var.origin(), {
+    default: [],
+    expected: "comma-separated origins like https://shop.example.com (scheme, host, port; no path)",
+    description: "U1: origins whose console may read the operator routes (CORS); unset, none",
+  }),
+  ...providerVariables,
+});
 
 export type PaymentsConfig = ReturnType<typeof loadConfig>;
 
 export function loadConfig(env: Env) {
-  const secrets = read
-    .string(env, "PAYMENT_WEBHOOK_SECRETS")
-    .split(",")
-    .map((secret) => secret.trim());
-  if (secrets.some((secret) => secret === ""))
-    throw new ConfigError(
-      "PAYMENT_WEBHOOK_SECRETS must be a comma-separated list of non-empty secrets",
-    );
-  // W2: a short secret can be guessed offline from one signed notification.
-  if (secrets.some((secret) => secret.length < minSecretLength))
-    throw new ConfigError(
-      `PAYMENT_WEBHOOK_SECRETS: each secret must be at least ${minSecretLength} characters long`,
-    );
+  const vars = parseEnv(paymentsEnv, env);
   return {
-    ...readCommonConfig(env, { port: 3001, ratePerSecond: 100, burst: 200 }),
+    ...commonSettings(vars),
+    /** U1: the origins whose console may read the operator routes; empty, no CORS at all. */
+    consoleOrigins: vars.CONSOLE_ORIGINS,
     /** V3: the operator routes' tokens; undefined when unset, and those routes answer 503. */
-    auth: readAuthConfig(env, { required: false }),
+    auth: authConfig(vars, { required: false }),
     webhook: {
-      secrets,
-      toleranceSeconds: read.int(env, "WEBHOOK_TOLERANCE_SECONDS", 300, { min: 1, max: 86_400 }),
+      secrets: vars.PAYMENT_WEBHOOK_SECRETS,
+      toleranceSeconds: vars.WEBHOOK_TOLERANCE_SECONDS,
     },
+    providers: providerSettings(vars),
   };
 }

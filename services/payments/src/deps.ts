@@ -1,23 +1,31 @@
-import type { TokenVerifier } from "@commerce/shared/auth/token-verifier";
-import type { Sql } from "@commerce/shared/database";
-import type { Logger } from "@commerce/shared/logger";
-import type { MessageTopology } from "@commerce/shared/messages";
-import type { Metrics } from "@commerce/shared/metrics";
-import type { ReadinessCheck } from "@commerce/shared/operational-routes";
-import type { RateLimiter } from "@commerce/shared/rate-limit";
-import type { Tracer } from "@commerce/shared/tracing";
+import type { MessageTopology } from "@commerce/shared/contract/messages";
+import type { TokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
+import type { Sql } from "@commerce/shared/platform/database";
+import type { DeadOutboxSource } from "@commerce/shared/platform/dead-outbox";
+import type { Logger } from "@commerce/shared/platform/logger";
+import type { Metrics } from "@commerce/shared/platform/metrics";
+import type { ReadinessCheck } from "@commerce/shared/platform/operational-routes";
+import type { RateLimiter } from "@commerce/shared/platform/rate-limit";
+import type { Tracer } from "@commerce/shared/platform/tracing";
 import type { WebhookSettings } from "./modules/notifications/service";
+import type { ProviderSettings } from "./modules/providers";
 
 /** What the payments routes need; `createService` builds it, tests may replace parts of it. */
 export type PaymentsDeps = {
   sql: Sql;
   webhook: WebhookSettings;
+  /** G1: Stripe's and Adyen's settings; an unset one's route answers 404. */
+  providers: ProviderSettings;
   /** Checks the operator routes' admin tokens; undefined without AUTH_* (those routes answer 503). */
   verifyToken: TokenVerifier | undefined;
   /** Requests per source IP (429 past the budget). */
   rateLimiter: RateLimiter;
+  /** N11: the operator routes' requests, per client address (429 past the budget). */
+  operatorLimiter: RateLimiter;
   /** Proxies in front that append to X-Forwarded-For (N2); 0 = the socket address is the client. */
   trustProxy: number;
+  /** U1: origins allowed to read the operator routes from a browser (CORS); empty: none. */
+  consoleOrigins: string[];
   topology: MessageTopology;
   logger: Logger;
   metrics: Metrics;
@@ -25,6 +33,10 @@ export type PaymentsDeps = {
   tracer: Tracer;
   /** Readiness beyond the database, e.g. the NATS connection. */
   readiness: ReadinessCheck[];
+  /** N4: the scraper's bearer token for /metrics; unset, /metrics is open. */
+  metricsToken?: string;
   /** Called after a transaction that wrote to the outbox commits, so the relay publishes now. */
   outboxWritten: () => void;
+  /** N10: the outbox rows the relay set aside, for the operator listing. */
+  deadOutbox: DeadOutboxSource;
 };

@@ -1,4 +1,4 @@
-import type { Sql } from "@commerce/shared/database";
+import type { Sql } from "@commerce/shared/platform/database";
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import * as schema from "./schema";
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { migrateSchema } from "@commerce/shared/database";
+import { migrateSchema } from "@commerce/shared/platform/database";
 import { listCountMismatches } from "@commerce/testing/list-counts";
 import { privateDatabase } from "@commerce/testing/private-database";
 import { migrations } from ".";

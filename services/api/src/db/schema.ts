@@ -1,4 +1,4 @@
-import { outboxTable } from "@commerce/shared/outbox-table";
+import { outboxTable } from "@commerce/shared/contract/outbox-table";
 import { sql } from "drizzle-orm";
 import {
   bigint,
@@ -12,6 +12,7 @@ import {
   smallint,
   text,
   timestamp,
+  uniqueIndex,
 } from "drizzle-orm/pg-core";
 
 export const api = pgSchema("api");
@@ -214,3 +215,83 @@ export const orderEvents = api.table(
 );
 
 export const outbox = outboxTable(api);
+
+export const endpointStatuses = ["enabled", "disabled"] as const;
+export const disabledReasons = ["manual", "gone", "failing"] as const;
+
+/** H1: where an admin asked the api to deliver order events, signed with the endpoint's secret. */
+export const webhookEndpoints = api.table("webhook_endpoints", {
+  id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+  url: text("url").notNull(),
+  /** M3 event names (`orders.paid`, ...) or `*` for all of them. */
+  events: text("events").array().notNull(),
+  description: text("description"),
+  status: text("status", { enum: endpointStatuses }).notNull().default("enabled"),
+  disabledReason: text("disabled_reason", { enum: disabledReasons }),
+  /** `whsec_` + base64: it must be kept to sign, so it is stored, and never shown again. */
+  secret: text("secret").notNull(),
+  /** The secret before the last rotation, still signing until `previous_secret_until` (H1). */
+  previousSecret: text("previous_secret"),
+  previousSecretUntil: timestamp("previous_secret_until", { withTimezone: true }),
+  /** The first failed attempt since the last success; disables the endpoint when old (H3). */
+  failingSince: timestamp("failing_since", { withTimezone: true }),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+export const deliveryStatuses = ["pending", "succeeded", "failed"] as const;
+export type DeliveryStatus = (typeof deliveryStatuses)[number];
+
+/**
+ * H2, H6: one event for one endpoint, written in the transaction of the event's outbox row; its
+ * schedule is data (`next_attempt_at`) and a dispatcher holds it by a lease (`leased_until`)
+ * while it sends, so an api killed mid-attempt leaves a lease that expires, not a lost delivery.
+ */
+export const webhookDeliveries = api.table(
+  "webhook_deliveries",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    endpointId: bigint("endpoint_id", { mode: "number" })
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: "cascade" }),
+    eventType: text("event_type").notNull(),
+    /** The M3 message id: the `webhook-id` of every attempt. */
+    messageId: text("message_id").notNull(),
+    orderId: bigint("order_id", { mode: "number" }),
+    payload: jsonb("payload").notNull(),
+    status: text("status", { enum: deliveryStatuses }).notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
+    leasedUntil: timestamp("leased_until", { withTimezone: true }),
+    lastStatusCode: integer("last_status_code"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [
+    // H6: one delivery per event and endpoint, whoever writes it and however often.
+    uniqueIndex("webhook_deliveries_endpoint_message_idx").on(table.endpointId, table.messageId),
+    index("webhook_deliveries_due_idx")
+      .on(table.nextAttemptAt)
+      .where(sql`${table.status} = 'pending'`),
+    // H5: the earlier pending delivery of the same order to the same endpoint, found by index.
+    index("webhook_deliveries_order_queue_idx")
+      .on(table.endpointId, table.orderId, table.id)
+      .where(sql`${table.status} = 'pending'`),
+    index("webhook_deliveries_endpoint_status_id_idx").on(table.endpointId, table.status, table.id),
+  ],
+);
+
+/** H4: every attempt of a delivery, with what the receiver answered (its first KiB). */
+export const webhookAttempts = api.table(
+  "webhook_attempts",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    deliveryId: bigint("delivery_id", { mode: "number" })
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: "cascade" }),
+    at: timestamp("at", { withTimezone: true }).notNull().defaultNow(),
+    statusCode: integer("status_code"),
+    durationMs: integer("duration_ms").notNull(),
+    error: text("error"),
+    responseBody: text("response_body"),
+  },
+  (table) => [index("webhook_attempts_delivery_id_idx").on(table.deliveryId, table.id)],
+);

@@ -1,4 +1,4 @@
-import { ConflictError, HttpError, UnprocessableError } from "@commerce/shared/errors";
+import { ConflictError, HttpError, UnprocessableError } from "@commerce/shared/platform/errors";
 import { and, eq, lt, sql } from "drizzle-orm";
 import { t } from "elysia";
 import type { Database, Transaction } from "../db";
@@ -17,6 +17,10 @@ export const idempotencyHeaders = t.Object({
     }),
   ),
 });
+
+/** R1, R2, C4: the headers of a 201 that made (or, replayed, had made) the resource at `location`. */
+export const createdHeaders = (location: string, replayed: boolean): Record<string, string> =>
+  replayed ? { location, "idempotent-replayed": "true" } : { location };
 
 /**
  * R2: the first request with a customer's Idempotency-Key claims it, does its work and records

@@ -1,4 +1,4 @@
-import type { Sql } from "@commerce/shared/database";
+import type { Sql } from "@commerce/shared/platform/database";
 import { drizzle } from "drizzle-orm/postgres-js";
 import type { Executor } from "../db";
 import * as schema from "../db/schema";

@@ -1,4 +1,4 @@
-import { outboxTable } from "@commerce/shared/outbox-table";
+import { outboxTable } from "@commerce/shared/contract/outbox-table";
 import { sql } from "drizzle-orm";
 import { bigint, index, pgSchema, text, timestamp } from "drizzle-orm/pg-core";
 
@@ -9,10 +9,16 @@ export const notifications = payments.table(
   "notifications",
   {
     id: text("id").primaryKey(),
+    /** G1: who sent it: `generic` (the seed's format), `stripe` or `adyen`. */
+    provider: text("provider").notNull().default("generic"),
     event: text("event").notNull(),
-    orderId: bigint("order_id", { mode: "number" }).notNull(),
-    amount: bigint("amount", { mode: "number" }).notNull(),
-    currency: text("currency").notNull(),
+    /** G2: null when the notification names no order (or not as a positive integer). */
+    orderId: bigint("order_id", { mode: "number" }),
+    /** M1: the provider's id of the payment it is about; null for rows from before M1. */
+    paymentRef: text("payment_ref"),
+    /** Null for an event that carries no amount (G2: stored, never a message). */
+    amount: bigint("amount", { mode: "number" }),
+    currency: text("currency"),
     rawBody: text("raw_body").notNull(),
     receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
     sourceIp: text("source_ip").notNull(),
@@ -23,6 +29,7 @@ export const notifications = payments.table(
     index("notifications_order_id_idx").on(table.orderId),
     // V3: the operator's list, newest first.
     index("notifications_received_at_idx").on(table.receivedAt, table.id),
+    index("notifications_provider_received_at_idx").on(table.provider, table.receivedAt, table.id),
   ],
 );
 

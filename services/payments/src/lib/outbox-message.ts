@@ -1,5 +1,5 @@
-import { isoTimestamp, type Sql } from "@commerce/shared/database";
-import { type MessageTopology, paymentEvents } from "@commerce/shared/messages";
+import { type MessageTopology, paymentEvents } from "@commerce/shared/contract/messages";
+import { isoTimestamp, type Sql } from "@commerce/shared/platform/database";
 
 /** M1: the subject of the message a notification event makes, if it makes one. */
 export const messageSubjectOf = (event: string, topology: MessageTopology) =>
@@ -9,9 +9,10 @@ export const messageSubjectOf = (event: string, topology: MessageTopology) =>
 
 /**
  * M1: a notification's message payload, built in SQL from a row with the notification's columns
- * (`id`, `order_id`, `amount`, `currency`, `received_at`): the webhook's outbox row and every
+ * (`id`, `order_id`, `amount`, `currency`, `received_at`, `provider`, `payment_ref`): the webhook's outbox row and every
  * replay of it (V3) carry the same bytes.
  */
 export const messagePayload = (sql: Sql) => sql`jsonb_build_object(
   'notification_id', id, 'order_id', order_id, 'amount', amount, 'currency', currency,
-  'received_at', ${isoTimestamp(sql, "received_at")})`;
+  'received_at', ${isoTimestamp(sql, "received_at")},
+  'provider', provider, 'payment_ref', coalesce(payment_ref, id))`;

@@ -1,19 +1,29 @@
-import { bearerAuth } from "@commerce/shared/auth/bearer-auth";
+import { bearerAuth } from "@commerce/shared/platform/auth/bearer-auth";
 
-export { bearerSecurity } from "@commerce/shared/auth/bearer-auth";
+export { bearerSecurity } from "@commerce/shared/platform/auth/bearer-auth";
 
-import type { TokenVerifier } from "@commerce/shared/auth/token-verifier";
-import type { RateLimiter } from "@commerce/shared/rate-limit";
+import type { TokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
+import { clientIp, type RateLimiter, rateLimitKey } from "@commerce/shared/platform/rate-limit";
 
 /**
- * The api's bearer auth (A1-A5): every `/api/*` route needs a token (`shared/src/auth/`), and
- * each customer has a request budget (429 when spent), taken once the token is verified.
+ * The api's bearer auth (A1-A5): every `/api/*` route needs a token (`shared/src/platform/auth/`), and
+ * each customer has a request budget (429 when spent), taken once the token is verified; each
+ * client address one for requests without a valid token (N11).
  */
-export const auth = (verify: TokenVerifier, limiter?: RateLimiter) =>
+export const auth = (
+  verify: TokenVerifier,
+  limiter?: RateLimiter,
+  rejected?: { limiter: RateLimiter; trustProxy: number },
+) =>
   bearerAuth(verify, {
     realm: "api",
     protects: (pathname) => pathname.startsWith("/api/"),
     onVerified: limiter && ((principal) => limiter.take(principal.customerId)),
+    // N11: requests without a valid token have no subject to count against: their address pays.
+    onRejected:
+      rejected &&
+      ((request, socketIp) =>
+        rejected.limiter.take(rateLimitKey(clientIp(request, socketIp, rejected.trustProxy)))),
     // The quota on every /api response; what is left once the caller is known.
     responseHeaders: limiter && ((principal) => limiter.headers(principal?.customerId)),
   });

@@ -1,4 +1,4 @@
-import { problems } from "@commerce/shared/openapi";
+import { problems } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { auth } from "../auth";
@@ -11,7 +11,7 @@ export const cartController = ({ db, verifyToken }: ApiDeps) =>
     .get("", ({ principal }) => getCart(db, principal.customerId), {
       auth: "customer",
       response: { 200: cart, ...problems(401, 429, 503) },
-      detail: { summary: "Read the caller's cart" },
+      detail: { operationId: "getCart", summary: "Read the caller's cart" },
     })
     .put(
       "/items/:product_id",
@@ -30,7 +30,10 @@ export const cartController = ({ db, verifyToken }: ApiDeps) =>
         parse: "json",
         body: cartItemChange,
         response: { 200: cartItem, 201: cartItem, ...problems(400, 401, 404, 413, 415, 429, 503) },
-        detail: { summary: "Put a product in the cart or change its quantity" },
+        detail: {
+          operationId: "putCartItem",
+          summary: "Put a product in the cart or change its quantity",
+        },
       },
     )
     .delete(
@@ -43,6 +46,6 @@ export const cartController = ({ db, verifyToken }: ApiDeps) =>
         auth: "customer",
         params: cartItemParams,
         response: { 204: t.Void(), ...problems(400, 401, 404, 429, 503) },
-        detail: { summary: "Remove a product from the cart" },
+        detail: { operationId: "removeCartItem", summary: "Remove a product from the cart" },
       },
     );

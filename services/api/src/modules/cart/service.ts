@@ -1,4 +1,4 @@
-import { NotFoundError } from "@commerce/shared/errors";
+import { NotFoundError } from "@commerce/shared/platform/errors";
 import { and, asc, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db";
 import { cartItems, products } from "../../db/schema";

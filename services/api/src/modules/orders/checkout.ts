@@ -1,14 +1,14 @@
-import { ConflictError } from "@commerce/shared/errors";
-import { problems, withResponseHeaders } from "@commerce/shared/openapi";
+import { ConflictError, ValidationError } from "@commerce/shared/platform/errors";
+import { problems, withResponseHeaders } from "@commerce/shared/platform/openapi";
 import { asc, eq } from "drizzle-orm";
 import { Elysia, t } from "elysia";
 import type { Executor } from "../../db";
 import { cartItems } from "../../db/schema";
 import type { ApiDeps } from "../../deps";
-import { idempotencyHeaders } from "../../lib/idempotency";
+import { createdHeaders, idempotencyHeaders } from "../../lib/idempotency";
 import { auth } from "../auth";
 import { order } from "./model";
-import { type OrderSettings, orderSettingsOf, placeOnce, placeOrder } from "./service";
+import { type OrderSettings, orderSettingsOf, placeOnce, placeOrder } from "./placing";
 
 /**
  * C4: an order of the cart's lines at current prices (the stock rule of R1 applies), and the
@@ -16,7 +16,12 @@ import { type OrderSettings, orderSettingsOf, placeOnce, placeOrder } from "./se
  * cart's rows are locked first, so two checkouts of one cart make one order and the second
  * finds the cart empty.
  */
-export const checkout = (executor: Executor, settings: OrderSettings, customerId: string) =>
+export const checkout = (
+  executor: Executor,
+  settings: OrderSettings,
+  customerId: string,
+  { admin = false } = {},
+) =>
   executor.transaction(async (tx) => {
     const lines = await tx
       .select({ product_id: cartItems.productId, qty: cartItems.qty })
@@ -25,10 +30,27 @@ export const checkout = (executor: Executor, settings: OrderSettings, customerId
       .orderBy(asc(cartItems.productId))
       .for("update");
     if (lines.length === 0) throw new ConflictError("The cart is empty");
-    const placed = await placeOrder(tx, settings, customerId, lines);
+    const placed = await placeOrder(tx, settings, customerId, lines, { admin });
     await tx.delete(cartItems).where(eq(cartItems.customerId, customerId));
     return placed;
   });
+
+/**
+ * C4: checkout takes no body, or `{}`. Elysia lets any JSON through an optional body schema
+ * (a body of `7` placed the order), so the handler makes sure.
+ */
+function assertNoBody(body: unknown): void {
+  const empty =
+    body === undefined ||
+    (typeof body === "object" &&
+      body !== null &&
+      !Array.isArray(body) &&
+      Object.keys(body).length === 0);
+  if (!empty)
+    throw new ValidationError("The request body is invalid", [
+      { path: "", message: "checkout takes no body, or {}" },
+    ]);
+}
 
 /** POST /api/cart/checkout: the cart becomes an order (the orders feature owns making orders). */
 export const checkoutController = (deps: ApiDeps) => {
@@ -38,8 +60,9 @@ export const checkoutController = (deps: ApiDeps) => {
     .use(auth(verifyToken))
     .post(
       "/checkout",
-      async ({ headers, principal, set, status }) => {
-        const { order: placed, headers: answer } = await placeOnce(
+      async ({ body, headers, principal, set, status }) => {
+        assertNoBody(body);
+        const { order: placed, replayed } = await placeOnce(
           db,
           outboxWritten,
           {
@@ -47,9 +70,10 @@ export const checkoutController = (deps: ApiDeps) => {
             key: headers["idempotency-key"],
             what: "POST /api/cart/checkout",
           },
-          (executor) => checkout(executor, settings, principal.customerId),
+          (executor) =>
+            checkout(executor, settings, principal.customerId, { admin: principal.admin }),
         );
-        Object.assign(set.headers, answer);
+        Object.assign(set.headers, createdHeaders(`/api/orders/${placed.order_id}`, replayed));
         return status(201, placed);
       },
       {
@@ -62,6 +86,7 @@ export const checkoutController = (deps: ApiDeps) => {
           ...problems(400, 401, 409, 413, 415, 422, 429, 503),
         },
         detail: {
+          operationId: "checkoutCart",
           summary: "Check out the cart",
           description:
             "Makes an order of the cart's lines at current prices and empties the cart, in one " +

@@ -1,13 +1,13 @@
-import { describeError, type Logger } from "@commerce/shared/logger";
-import type { MessageTopology } from "@commerce/shared/messages";
+import type { MessageTopology } from "@commerce/shared/contract/messages";
+import { describeError, type Logger } from "@commerce/shared/platform/logger";
 import { and, asc, eq, lte, sql } from "drizzle-orm";
 import type { Database } from "../../db";
 import { orders } from "../../db/schema";
-import { transition } from "./lifecycle";
+import { transition } from "./state/transition";
 
 /**
  * L3: cancels, as `expired`, up to `limit` unpaid orders whose `expires_at` has passed, each in
- * its own transaction through the lifecycle's `transition` (which gives the stock back and
+ * its own transaction through the state machine's `transition` (which gives the stock back and
  * writes `orders.cancelled`). `SKIP LOCKED` lets replicas sweep side by side without taking the
  * same order, and an order paid meanwhile is no longer `created`, so it is left alone.
  * Returns how many orders it expired.

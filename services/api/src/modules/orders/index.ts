@@ -1,8 +1,8 @@
-import { pageRequestOf } from "@commerce/shared/http/paging";
-import { problems, withResponseHeaders } from "@commerce/shared/openapi";
+import { pageRequestOf } from "@commerce/shared/platform/http/paging";
+import { problems, withResponseHeaders } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
-import { idempotencyHeaders } from "../../lib/idempotency";
+import { createdHeaders, idempotencyHeaders } from "../../lib/idempotency";
 import { orderIdParam } from "../../lib/ids";
 import { auth } from "../auth";
 import {
@@ -14,15 +14,8 @@ import {
   orderStatusChange,
   timeline,
 } from "./model";
-import {
-  changeStatus,
-  getOrder,
-  listOrders,
-  orderSettingsOf,
-  orderTimeline,
-  placeOnce,
-  placeOrder,
-} from "./service";
+import { orderSettingsOf, placeOnce, placeOrder } from "./placing";
+import { changeStatus, getOrder, listOrders, orderTimeline } from "./service";
 
 export const ordersController = (deps: ApiDeps) => {
   const { db, verifyToken, topology, outboxWritten } = deps;
@@ -33,7 +26,7 @@ export const ordersController = (deps: ApiDeps) => {
       "",
       async ({ body, headers, principal, set, status }) => {
         const { lines, oneLine } = linesOf(body);
-        const { order, headers: answer } = await placeOnce(
+        const { order, replayed } = await placeOnce(
           db,
           outboxWritten,
           {
@@ -41,9 +34,13 @@ export const ordersController = (deps: ApiDeps) => {
             key: headers["idempotency-key"],
             what: ["POST /api/orders", body],
           },
-          (executor) => placeOrder(executor, settings, principal.customerId, lines, { oneLine }),
+          (executor) =>
+            placeOrder(executor, settings, principal.customerId, lines, {
+              oneLine,
+              admin: principal.admin,
+            }),
         );
-        Object.assign(set.headers, answer);
+        Object.assign(set.headers, createdHeaders(`/api/orders/${order.order_id}`, replayed));
         return status(201, order);
       },
       {
@@ -56,6 +53,7 @@ export const ordersController = (deps: ApiDeps) => {
           ...problems(400, 401, 404, 409, 413, 415, 422, 429, 503),
         },
         detail: {
+          operationId: "createOrder",
           summary: "Place an order",
           description:
             "Either one line (`product_id`, `qty`) or `items` of 1 to 50 lines, each product once. " +
@@ -71,14 +69,20 @@ export const ordersController = (deps: ApiDeps) => {
         auth: "customer",
         query: orderListQuery,
         response: { 200: orderPage, ...problems(400, 401, 429, 503) },
-        detail: { summary: "List own orders (all for admin), newest first, optionally by status" },
+        detail: {
+          operationId: "listOrders",
+          summary: "List own orders (all for admin), newest first, optionally by status",
+        },
       },
     )
     .get("/:order_id", ({ params, principal }) => getOrder(db, principal, params.order_id), {
       auth: "customer",
       params: t.Object({ order_id: orderIdParam }),
       response: { 200: order, ...problems(400, 401, 404, 429, 503) },
-      detail: { summary: "Read an order: own, or any for admin; others answer 404" },
+      detail: {
+        operationId: "getOrder",
+        summary: "Read an order: own, or any for admin; others answer 404",
+      },
     })
     .get(
       "/:order_id/events",
@@ -88,6 +92,7 @@ export const ordersController = (deps: ApiDeps) => {
         params: t.Object({ order_id: orderIdParam }),
         response: { 200: timeline, ...problems(400, 401, 404, 429, 503) },
         detail: {
+          operationId: "getOrderTimeline",
           summary: "An order's timeline",
           description:
             "Everything that happened to the order, oldest first: created, paid, cancelled, " +
@@ -117,6 +122,7 @@ export const ordersController = (deps: ApiDeps) => {
         body: orderStatusChange,
         response: { 200: order, ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503) },
         detail: {
+          operationId: "changeOrderStatus",
           summary: "Move an order to another status",
           description:
             "created → paid, created → cancelled and paid → refunded. An admin may make any of " +

@@ -1,14 +1,15 @@
-import { ValidationError } from "@commerce/shared/errors";
-import { keysetPage, pageQuery } from "@commerce/shared/http/paging";
+import { ValidationError } from "@commerce/shared/platform/errors";
+import { keysetPage, pageQuery } from "@commerce/shared/platform/http/paging";
+import { named } from "@commerce/shared/platform/openapi";
 import { t } from "elysia";
 import { orderStatus } from "../../db/schema";
-import { bodyInt, integer } from "../../lib/fields";
+import { bodyInt, choice, integer } from "../../lib/fields";
 import { orderAfter, productIdField } from "../../lib/ids";
 
 const timestamp = (description: string) =>
   t.Nullable(t.String({ format: "date-time", description }));
 
-const status = t.UnionEnum(orderStatus);
+const status = choice(orderStatus);
 
 export const orderItem = t.Object({
   product_id: integer(),
@@ -85,9 +86,9 @@ export const orderStatusChange = t.Object(
 export const orderListQuery = t.Object(
   {
     ...pageQuery,
-    // Without `default: undefined`, t.UnionEnum defaults to its first value: an absent status
-    // listed only `created` orders.
-    status: t.Optional(t.UnionEnum(orderStatus, { default: undefined })),
+    // `choice`: t.UnionEnum defaults to its first value, so an absent status listed only
+    // `created` orders.
+    status: t.Optional(choice(orderStatus)),
     after: t.Optional(orderAfter),
   },
   { additionalProperties: true },
@@ -100,7 +101,7 @@ export const timeline = t.Object({
       seq: integer({
         description: "1 for the first thing that happened to the order, then 2, ...",
       }),
-      type: t.UnionEnum([
+      type: choice([
         "created",
         "paid",
         "cancelled",
@@ -110,7 +111,7 @@ export const timeline = t.Object({
         "review_resolved",
       ]),
       at: t.String({ format: "date-time" }),
-      source: t.UnionEnum(["api", "webhook", "manual", "expiry", "review"], {
+      source: choice(["api", "webhook", "manual", "expiry", "review"], {
         description:
           "api: the customer's request; manual: an admin's; webhook: a payment notification; expiry: the api's own sweep; review: an admin resolving a payment review",
       }),
@@ -123,6 +124,80 @@ export const timeline = t.Object({
     }),
   ),
 });
+
+const orderExample = {
+  order_id: 1021,
+  status: "created",
+  items: [{ product_id: 42, name: "Desk lamp", qty: 2, unit_price: 1999, amount: 3998 }],
+  amount: 3998,
+  currency: "USD",
+  created_at: "2026-11-23T14:01:55.120Z",
+  expires_at: "2026-11-23T14:31:55.120Z",
+  paid_at: null,
+  cancelled_at: null,
+  refunded_at: null,
+  cancel_reason: null,
+  product_id: 42,
+  qty: 2,
+};
+
+// D5: the document's named components.
+named("OrderItem", orderItem, {
+  examples: [{ product_id: 42, name: "Desk lamp", qty: 2, unit_price: 1999, amount: 3998 }],
+});
+named("Order", order, { examples: [orderExample] });
+named("OrderPage", orderPage, {
+  description: "A page of orders",
+  examples: [
+    { items: [orderExample], page: 1, pages: 1, per_page: 20, total: 1, next_after: null },
+  ],
+});
+named("TimelineEntry", timeline.properties.items.items, {
+  examples: [
+    {
+      seq: 2,
+      type: "paid",
+      at: "2026-11-23T14:02:11.530Z",
+      source: "webhook",
+      notification_id: "evt_3PqK9aLkdIwHu7ix0e5RtYb2",
+      detail: {},
+    },
+  ],
+});
+named("Timeline", timeline);
+named("OrderStatusChange", orderStatusChange);
+
+/**
+ * D5: `POST /api/orders`'s body as the document states it, one of its two shapes, so a client
+ * generated from the document refuses `{}` as the server does. The route itself validates one
+ * object with every field optional, so a 400 names the wrong field; `linesOf` then requires one
+ * shape.
+ */
+export const orderBodyShapes = {
+  OneLineOrder: t.Object(
+    { product_id: productIdField, qty },
+    {
+      additionalProperties: false,
+      description: "An order of one line",
+      examples: [{ product_id: 42, qty: 2 }],
+    },
+  ),
+  OrderOfItems: t.Object(
+    { items: t.Array(named("OrderLine", line), { minItems: 1, maxItems: 50 }) },
+    {
+      additionalProperties: false,
+      description: "An order of 1 to 50 lines, each product once",
+      examples: [
+        {
+          items: [
+            { product_id: 42, qty: 2 },
+            { product_id: 7, qty: 1 },
+          ],
+        },
+      ],
+    },
+  ),
+};
 
 export type Order = typeof order.static;
 export type OrderItem = typeof orderItem.static;

@@ -9,6 +9,41 @@ export type ItemRow = typeof orderItems.$inferSelect;
 
 const iso = (at: Date | null) => at?.toISOString() ?? null;
 
+/**
+ * An order row as a statement written in SQL answers it: snake_case, and 64-bit integers and
+ * timestamps as text (drizzle's client leaves them unparsed).
+ */
+export type RawOrderRow = {
+  id: string | number;
+  customer_id: string;
+  amount: string | number;
+  currency: string;
+  status: OrderRow["status"];
+  created_at: string | Date;
+  expires_at: string | Date | null;
+  paid_at: string | Date | null;
+  cancelled_at: string | Date | null;
+  refunded_at: string | Date | null;
+  cancel_reason: OrderRow["cancelReason"];
+};
+
+const dateOf = (at: string | Date | null) => (at === null ? null : new Date(at));
+
+/** The row drizzle would have answered, from one written in SQL. */
+export const orderRowOf = (raw: RawOrderRow): OrderRow => ({
+  id: Number(raw.id),
+  customerId: raw.customer_id,
+  amount: Number(raw.amount),
+  currency: raw.currency,
+  status: raw.status,
+  createdAt: new Date(raw.created_at),
+  expiresAt: dateOf(raw.expires_at),
+  paidAt: dateOf(raw.paid_at),
+  cancelledAt: dateOf(raw.cancelled_at),
+  refundedAt: dateOf(raw.refunded_at),
+  cancelReason: raw.cancel_reason,
+});
+
 /** The API shape of an order: its lines, and for a one-line order the seed's product_id and qty. */
 export function toOrder(row: OrderRow, items: ItemRow[]): Order {
   const order: Order = {

@@ -1,5 +1,5 @@
-import { pageRequestOf } from "@commerce/shared/http/paging";
-import { problems, withResponseHeaders } from "@commerce/shared/openapi";
+import { pageRequestOf } from "@commerce/shared/platform/http/paging";
+import { problems, withResponseHeaders } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { productIdParam } from "../../lib/ids";
@@ -14,13 +14,16 @@ export const productsController = ({ db, verifyToken }: ApiDeps) =>
       auth: "customer",
       query: productQuery,
       response: { 200: productPage, ...problems(400, 401, 429, 503) },
-      detail: { summary: "List products, optionally of one category, a page at a time" },
+      detail: {
+        operationId: "listProducts",
+        summary: "List products, optionally of one category, a page at a time",
+      },
     })
     .get("/:id", ({ params }) => getProduct(db, params.id), {
       auth: "customer",
       params: t.Object({ id: productIdParam("id") }),
       response: { 200: product, ...problems(400, 401, 404, 429, 503) },
-      detail: { summary: "Read one product" },
+      detail: { operationId: "getProduct", summary: "Read one product" },
     })
     .post(
       "",
@@ -37,7 +40,7 @@ export const productsController = ({ db, verifyToken }: ApiDeps) =>
           201: withResponseHeaders(product, "Location"),
           ...problems(400, 401, 403, 413, 415, 429, 503),
         },
-        detail: { summary: "Create a product (admin)" },
+        detail: { operationId: "createProduct", summary: "Create a product (admin)" },
       },
     )
     .patch("/:id", ({ params, body }) => updateProduct(db, params.id, body), {
@@ -46,5 +49,8 @@ export const productsController = ({ db, verifyToken }: ApiDeps) =>
       parse: "json",
       body: productChange,
       response: { 200: product, ...problems(400, 401, 403, 404, 413, 415, 429, 503) },
-      detail: { summary: "Change a product's name, price or category (admin)" },
+      detail: {
+        operationId: "updateProduct",
+        summary: "Change a product's name, price or category (admin)",
+      },
     });

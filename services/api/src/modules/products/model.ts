@@ -1,4 +1,5 @@
-import { keysetPage, pageQuery } from "@commerce/shared/http/paging";
+import { keysetPage, pageQuery } from "@commerce/shared/platform/http/paging";
+import { named } from "@commerce/shared/platform/openapi";
 import { t } from "elysia";
 import { bodyInt, integer, text } from "../../lib/fields";
 import { productAfter } from "../../lib/ids";
@@ -14,9 +15,9 @@ export const product = t.Object({
 });
 
 const fields = {
-  name: text(1, 200),
+  name: text(1, 200, undefined, { name: "name" }),
   price: bodyInt(0, 100_000_000, "Price in minor units of STORE_CURRENCY"),
-  category: text(1, 100),
+  category: text(1, 100, undefined, { name: "category" }),
   stock: t.Optional(
     t.Union([t.Null(), bodyInt(0, 1_000_000)], {
       description: "What can be ordered; null (or absent on create) for stock that is not tracked",
@@ -35,11 +36,35 @@ export const productChange = t.Partial(t.Object(fields), {
 });
 
 export const productQuery = t.Object(
-  { category: t.Optional(text(1, 100)), ...pageQuery, after: t.Optional(productAfter) },
+  {
+    category: t.Optional(text(1, 100, undefined, { name: "category" })),
+    ...pageQuery,
+    after: t.Optional(productAfter),
+  },
   { additionalProperties: true },
 );
 
 export const productPage = keysetPage(product);
+
+// D5: the document's named components.
+named("Product", product, {
+  examples: [{ id: 42, name: "Desk lamp", price: 1999, category: "lighting", stock: 10 }],
+});
+named("ProductPage", productPage, {
+  description: "A page of products",
+  examples: [
+    {
+      items: [{ id: 42, name: "Desk lamp", price: 1999, category: "lighting", stock: 10 }],
+      page: 1,
+      pages: 1,
+      per_page: 20,
+      total: 1,
+      next_after: null,
+    },
+  ],
+});
+named("NewProduct", newProduct);
+named("ProductChange", productChange);
 
 export type Product = typeof product.static;
 export type NewProduct = typeof newProduct.static;

@@ -1,5 +1,5 @@
-import { NotFoundError } from "@commerce/shared/errors";
-import { offsetOf, type PageRequest } from "@commerce/shared/http/paging";
+import { NotFoundError } from "@commerce/shared/platform/errors";
+import { offsetOf, type PageRequest } from "@commerce/shared/platform/http/paging";
 import { asc, eq, type SQL, sql } from "drizzle-orm";
 import type { Database } from "../../db";
 import { products } from "../../db/schema";

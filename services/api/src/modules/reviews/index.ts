@@ -1,5 +1,5 @@
-import { pageRequestOf } from "@commerce/shared/http/paging";
-import { problems } from "@commerce/shared/openapi";
+import { pageRequestOf } from "@commerce/shared/platform/http/paging";
+import { problems } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { urlInt } from "../../lib/fields";
@@ -18,6 +18,7 @@ export const reviewsController = ({ db, verifyToken, topology, outboxWritten }: 
       query: reviewQuery,
       response: { 200: reviewPage, ...problems(400, 401, 403, 429, 503) },
       detail: {
+        operationId: "listPaymentReviews",
         summary: "List payment reviews, newest first",
         description:
           "Payment messages the api would not apply by itself: an unknown order, an amount or " +
@@ -29,7 +30,11 @@ export const reviewsController = ({ db, verifyToken, topology, outboxWritten }: 
       auth: "admin",
       params: reviewIdParam,
       response: { 200: review, ...problems(400, 401, 403, 404, 429, 503) },
-      detail: { summary: "Read one payment review", description: "Admin token (scope admin)." },
+      detail: {
+        operationId: "getPaymentReview",
+        summary: "Read one payment review",
+        description: "Admin token (scope admin).",
+      },
     })
     .post(
       "/:id/resolve",
@@ -51,6 +56,7 @@ export const reviewsController = ({ db, verifyToken, topology, outboxWritten }: 
         body: resolution,
         response: { 200: review, ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503) },
         detail: {
+          operationId: "resolvePaymentReview",
           summary: "Resolve a payment review",
           description:
             "apply makes the move the notification asked for (pays or refunds the order; a " +

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { PaymentMessage } from "@commerce/shared/messages";
+import type { PaymentMessage } from "@commerce/shared/contract/messages";
 import { paymentMessageFor } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
-import { applyPaymentMessage, type PaymentKind } from "../orders/payment-inbox";
+import { applyPaymentMessage, type PaymentKind } from "../payment-inbox/apply";
 
 let api: ApiHarness;
 let admin: string;
@@ -59,6 +59,8 @@ describe("timeline", () => {
     expect(items[2].detail).toEqual({
       review_id: expect.any(Number),
       reason: "partial_refund",
+      // M1: the payment the notification was about (its own id for the generic format).
+      payment_ref: expect.any(String),
     });
     for (const entry of items) expect(Date.parse(entry.at)).not.toBeNaN();
   });
@@ -111,6 +113,8 @@ describe("payment reviews", () => {
       reason: "mismatch",
       amount: 1,
       currency: order.currency,
+      expected_amount: order.amount,
+      expected_currency: order.currency,
       created_at: expect.stringMatching(/^\d{4}-/),
       status: "open",
       resolution: null,
@@ -229,7 +233,11 @@ describe("payment reviews", () => {
     const id = await reviewFor(m.notification_id);
     const results = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
-        resolve(id, { action: i % 2 ? "dismiss" : "apply", note: `admin ${i}` }),
+        resolve(id, {
+          action: i % 2 ? "dismiss" : "apply",
+          note: `admin ${i}`,
+          ...(i % 2 ? {} : { accept_amount: true }),
+        }),
       ),
     );
     expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);

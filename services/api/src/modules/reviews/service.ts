@@ -1,16 +1,19 @@
-import { ConflictError, NotFoundError } from "@commerce/shared/errors";
-import { offsetOf, type PageRequest, pageOf } from "@commerce/shared/http/paging";
-import type { MessageTopology } from "@commerce/shared/messages";
-import type { Metrics } from "@commerce/shared/metrics";
+import type { MessageTopology } from "@commerce/shared/contract/messages";
+import { ConflictError, NotFoundError } from "@commerce/shared/platform/errors";
+import { offsetOf, type PageRequest, pageOf } from "@commerce/shared/platform/http/paging";
+import type { Metrics } from "@commerce/shared/platform/metrics";
 import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db";
 import { orders, paymentReviews } from "../../db/schema";
-import { recordOnTimeline, transition } from "../orders/lifecycle";
+import { recordOnTimeline } from "../orders/state/order-events";
+import { transition } from "../orders/state/transition";
 import type { Resolution, Review } from "./model";
 
 type ReviewRow = typeof paymentReviews.$inferSelect;
+/** A review with what its order expected (V2): null when the order is unknown. */
+type ReviewWithOrder = { review: ReviewRow; expected: { amount: number; currency: string } | null };
 
-const toReview = (row: ReviewRow): Review => ({
+const toReview = ({ review: row, expected }: ReviewWithOrder): Review => ({
   id: row.id,
   order_id: row.orderId,
   notification_id: row.notificationId,
@@ -18,6 +21,8 @@ const toReview = (row: ReviewRow): Review => ({
   reason: row.reason,
   amount: row.amount,
   currency: row.currency,
+  expected_amount: expected?.amount ?? null,
+  expected_currency: expected?.currency ?? null,
   created_at: row.createdAt.toISOString(),
   status: row.status,
   resolution: row.resolution,
@@ -25,13 +30,19 @@ const toReview = (row: ReviewRow): Review => ({
   resolved_at: row.resolvedAt?.toISOString() ?? null,
 });
 
+const withOrder = {
+  review: paymentReviews,
+  expected: { amount: orders.amount, currency: orders.currency },
+};
+
 /** V1: reviews newest first, optionally only open or resolved ones. */
 export async function listReviews(db: Database, paging: PageRequest, status?: "open" | "resolved") {
   const where = status ? eq(paymentReviews.status, status) : undefined;
   const [rows, [{ total }]] = await Promise.all([
     db
-      .select()
+      .select(withOrder)
       .from(paymentReviews)
+      .leftJoin(orders, eq(orders.id, paymentReviews.orderId))
       .where(where)
       .orderBy(desc(paymentReviews.id))
       .limit(paging.perPage)
@@ -42,10 +53,17 @@ export async function listReviews(db: Database, paging: PageRequest, status?: "o
 }
 
 export async function getReview(db: Database, id: number): Promise<Review> {
-  const [row] = await db.select().from(paymentReviews).where(eq(paymentReviews.id, id));
+  const [row] = await db
+    .select(withOrder)
+    .from(paymentReviews)
+    .leftJoin(orders, eq(orders.id, paymentReviews.orderId))
+    .where(eq(paymentReviews.id, id));
   if (!row) throw new NotFoundError(`Payment review ${id} does not exist`);
   return toReview(row);
 }
+
+/** V2: reviews whose amount or currency differs from the order's; applying one needs accept_amount. */
+const differentAmount = new Set<ReviewRow["reason"]>(["mismatch", "partial_refund"]);
 
 /** The move a review's notification asked for, when applying it can make one (V2). */
 const moveOf = (row: ReviewRow) =>
@@ -57,8 +75,10 @@ const moveOf = (row: ReviewRow) =>
 
 /**
  * V2: resolves an open review once. `dismiss` changes no order; `apply` makes the move the
- * notification asked for through the lifecycle's `transition` (source `review`), in the same
- * transaction, and is 409 (the review stays open) when that move is not possible now. The review
+ * notification asked for through the state machine's `transition` (source `review`), in the same
+ * transaction, and is 409 (the review stays open) when that move is not possible now, or when
+ * the notification's amount or currency is not the order's (a mismatch or a partial refund)
+ * and the admin did not send `accept_amount: true`. The review
  * row is locked first, so of two admins resolving at once one wins and the other gets 409.
  */
 export async function resolveReview(
@@ -85,10 +105,24 @@ export async function resolveReview(
         throw new ConflictError(
           `Payment review ${id} (${row.reason}, ${row.event}) has no move to apply; dismiss it`,
         );
+      if (differentAmount.has(row.reason) && resolution.accept_amount !== true) {
+        const [expected] = await tx
+          .select({ amount: orders.amount, currency: orders.currency })
+          .from(orders)
+          .where(eq(orders.id, row.orderId));
+        throw new ConflictError(
+          `Payment review ${id} is a ${row.reason}: the notification says ${row.amount} ` +
+            `${row.currency}, the order expects ${expected?.amount} ${expected?.currency}; ` +
+            `send "accept_amount": true to apply it anyway`,
+        );
+      }
+      // M1, L4: the payment it applies, so a later notification about it is no second charge.
+      const { payment_ref: paymentRef } = row.message as { payment_ref?: string };
       const result = await transition(tx, topology, row.orderId, {
         to,
         source: "review",
         notificationId: row.notificationId,
+        paymentRef: paymentRef ?? row.notificationId,
       });
       if (!result.moved)
         throw new ConflictError(
@@ -108,6 +142,10 @@ export async function resolveReview(
       })
       .where(eq(paymentReviews.id, id))
       .returning();
+    const [expected] = await tx
+      .select({ amount: orders.amount, currency: orders.currency })
+      .from(orders)
+      .where(eq(orders.id, row.orderId));
     if (row.reason !== "unknown_order")
       await recordOnTimeline(
         tx,
@@ -116,7 +154,7 @@ export async function resolveReview(
         { source: "review", notificationId: row.notificationId },
         { review_id: id, resolution: resolved.resolution },
       );
-    return { review: toReview(resolved), moved };
+    return { review: toReview({ review: resolved, expected: expected ?? null }), moved };
   });
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { RateLimiter } from "@commerce/shared/rate-limit";
-import { signPayload } from "@commerce/shared/signature";
+import { signPayload } from "@commerce/shared/contract/signature";
+import { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import { webhookSecret as secret } from "@commerce/testing/basics";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import {

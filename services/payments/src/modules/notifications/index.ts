@@ -1,30 +1,25 @@
-import { ClientClosedError, HttpError } from "@commerce/shared/errors";
+import { ClientClosedError, HttpError } from "@commerce/shared/platform/errors";
 import {
   assertContentLength,
   assertJsonContentType,
   readBodyWithin,
-} from "@commerce/shared/http/body";
-import { requestLogFields, traceOf } from "@commerce/shared/http/request-log";
-import { problems } from "@commerce/shared/openapi";
-import { clientIp } from "@commerce/shared/rate-limit";
-import { signatureHeader } from "@commerce/shared/signature";
-import { formatTraceparent, inSpan } from "@commerce/shared/tracing";
+} from "@commerce/shared/platform/http/body";
+import { requestLogFields, traceOf } from "@commerce/shared/platform/http/request-log";
+import { problems } from "@commerce/shared/platform/openapi";
+import { clientIp, rateLimitKey } from "@commerce/shared/platform/rate-limit";
+import { formatTraceparent, inSpan } from "@commerce/shared/platform/tracing";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../deps";
 import { messageSubjectOf } from "../../lib/outbox-message";
-import { paymentNotification, received } from "./model";
+import type { ParsedNotification, PaymentProvider } from "../providers/provider";
+import { GroupCommit } from "./group-commit";
 import {
-  authenticate,
+  CredentialsRejectedError,
   InvalidNotificationError,
-  notificationIdOf,
-  parseNotification,
   type RejectionReason,
   SignatureRejectedError,
-  storeNotification,
+  type StoreInput,
 } from "./service";
-
-/** W1, W7: 64 KiB is far above any real notification and small enough to read whole. */
-export const notificationBodyLimit = 64 * 1024;
 
 const statusReasons: Record<number, RejectionReason> = {
   413: "too_large",
@@ -34,37 +29,41 @@ const statusReasons: Record<number, RejectionReason> = {
 
 function rejectionReason(error: unknown): RejectionReason | undefined {
   if (error instanceof SignatureRejectedError) return `signature_${error.reason}`;
+  if (error instanceof CredentialsRejectedError) return "credentials";
   if (error instanceof InvalidNotificationError) return error.reason;
   if (error instanceof HttpError) return statusReasons[error.status];
   return undefined;
 }
 
 type NotificationLog = {
+  provider: string;
   notification_id?: string;
   event?: string;
-  order_id?: number;
+  order_id?: number | null;
   source_ip: string;
 };
 
+type Outcome = "accepted" | "duplicate" | "rejected" | "client_closed" | "failed";
+
 /**
- * The payment provider's webhook (section 8). The route reads the raw bytes itself (no body
- * parser), because the signature covers them exactly as sent, and runs the checks in W1's order:
- * size, media type, rate limit, signature, schema; only then does it touch the database.
+ * The providers' webhooks (sections 9 and 15), one route per configured provider. The intake
+ * reads the raw bytes itself (no body parser), because signatures cover them exactly as sent,
+ * and runs the checks in W1's order: size, media type, rate limit, the provider's
+ * authentication, its schema; only then does it touch the database, with the requests
+ * that arrive together (`GroupCommit`).
  */
-export function notificationsController(deps: PaymentsDeps) {
-  const { sql, logger, metrics, tracer, topology, webhook, rateLimiter, outboxWritten } = deps;
+export function notificationsController(deps: PaymentsDeps, providers: PaymentProvider[]) {
+  const { sql, logger, metrics, tracer, topology, rateLimiter, outboxWritten } = deps;
   const counted = metrics.counter(
     "notifications_total",
     "Payment notifications by outcome (accepted, duplicate, rejected, client_closed, failed) and reason",
     ["outcome", "reason"],
   );
 
-  const record = (
-    request: Request,
-    outcome: "accepted" | "duplicate" | "rejected" | "client_closed" | "failed",
-    reason: string,
-    fields: NotificationLog,
-  ) => {
+  // W5, M5: concurrent requests are stored together, one statement and one commit per group.
+  const group = new GroupCommit(sql, { outboxWritten });
+
+  const record = (request: Request, outcome: Outcome, reason: string, fields: NotificationLog) => {
     counted.inc({ outcome, reason });
     const line = { ...requestLogFields(request), outcome, ...fields };
     if (outcome === "rejected") logger.warn("notification", { ...line, reason });
@@ -72,50 +71,59 @@ export function notificationsController(deps: PaymentsDeps) {
     else logger.info("notification", line);
   };
 
-  return new Elysia({ prefix: "/api/webhooks", detail: { tags: ["Payment notifications"] } }).post(
-    "/payment",
-    async ({ request, server, set }) => {
-      const sourceIp = clientIp(request, server?.requestIP(request)?.address, deps.trustProxy);
-      const log: NotificationLog = { source_ip: sourceIp };
-      Object.assign(set.headers, rateLimiter.headers(sourceIp));
+  /** G2: a message only for an event that moves money and names an order, amount and currency. */
+  const subjectOf = (notification: ParsedNotification) =>
+    notification.message !== undefined &&
+    notification.orderId !== null &&
+    notification.amount !== null &&
+    notification.currency !== null
+      ? messageSubjectOf(notification.message, topology)
+      : undefined;
+
+  const intake =
+    (provider: PaymentProvider) => async (request: Request, sourceIp: string, bucket: string) => {
+      const log: NotificationLog = { provider: provider.name, source_ip: sourceIp };
       try {
         // The cheap checks come before the body is read, so a flood costs as little as possible.
-        assertContentLength(request, notificationBodyLimit);
+        assertContentLength(request, provider.bodyLimit);
         assertJsonContentType(request.headers.get("content-type"));
-        try {
-          rateLimiter.take(sourceIp);
-        } finally {
-          Object.assign(set.headers, rateLimiter.headers(sourceIp));
-        }
-        const rawBody = await readBodyWithin(request, notificationBodyLimit);
-        authenticate(request.headers.get(signatureHeader), rawBody, webhook);
-        const { notification, text } = parseNotification(rawBody);
-        const id = notificationIdOf(notification);
-        Object.assign(log, {
-          notification_id: id,
-          event: notification.event,
-          order_id: notification.order_id,
-        });
+        rateLimiter.take(bucket);
+        const rawBody = await readBodyWithin(request, provider.bodyLimit);
+        const nowSeconds = Math.floor(Date.now() / 1000);
+        provider.authenticate({ headers: request.headers, rawBody, nowSeconds });
+        const { text, notifications } = provider.parse(rawBody);
         const trace = traceOf(request);
+        const traceparent = trace ? formatTraceparent(trace) : null;
+        const inputs: StoreInput[] = notifications.map((notification) => ({
+          provider: provider.name,
+          notification,
+          rawBody: text,
+          sourceIp,
+          traceparent,
+          messageSubject: subjectOf(notification),
+        }));
+        const first = notifications[0];
+        Object.assign(log, {
+          notification_id: first.id,
+          event: first.event,
+          order_id: first.orderId,
+        });
         const stored = await inSpan(
           tracer,
           "store notification",
           { parent: trace, kind: "client", attributes: { "db.system.name": "postgresql" } },
-          () =>
-            storeNotification(sql, {
-              id,
-              notification,
-              rawBody: text,
-              sourceIp,
-              traceparent: trace ? formatTraceparent(trace) : null,
-              messageSubject: messageSubjectOf(notification.event, topology),
-            }),
+          () => group.store(inputs),
         );
-        if (stored.outboxWritten) outboxWritten();
-        record(request, stored.duplicate ? "duplicate" : "accepted", "none", log);
-        return stored.duplicate
-          ? { received: true as const, duplicate: true as const }
-          : { received: true as const };
+        // W9: one line per notification, so each id can be followed (T2).
+        notifications.forEach((notification, index) => {
+          record(request, stored.stored[index] ? "accepted" : "duplicate", "none", {
+            ...log,
+            notification_id: notification.id,
+            event: notification.event,
+            order_id: notification.orderId,
+          });
+        });
+        return provider.answer({ duplicate: stored.duplicate });
       } catch (error) {
         if (error instanceof ClientClosedError) {
           // N3: the provider hung up mid-body; nothing was stored and it will retry.
@@ -127,24 +135,46 @@ export function notificationsController(deps: PaymentsDeps) {
         record(request, reason ? "rejected" : "failed", reason ?? "error", log);
         throw error;
       }
-    },
-    {
-      parse: "none",
-      response: { 200: received, ...problems(400, 401, 413, 415, 429, 503) },
-      detail: {
-        summary: "Receive a signed payment notification",
-        description:
-          "Checks, in order: body size (413), Content-Type application/json (415), per-source-IP " +
-          "rate limit (429), X-Signature (401), JSON and schema (400). Accepted notifications are " +
-          "stored with their outbox message in one transaction; a repeated notification id " +
-          "answers 200 with duplicate: true and changes nothing. 503 when the database is down.",
-        security: [{ paymentSignature: [] }],
-        requestBody: {
-          required: true,
-          // TypeBox emits JSON Schema as OpenAPI 3.1 wants; the 3.0 typings differ on exclusive bounds.
-          content: { "application/json": { schema: paymentNotification as object } },
+    };
+
+  const app = new Elysia({ prefix: "/api/webhooks", detail: { tags: ["Payment notifications"] } });
+  for (const provider of providers) {
+    const receive = intake(provider);
+    const { document } = provider;
+    app.post(
+      provider.path,
+      async ({ request, server, set }) => {
+        const sourceIp = clientIp(request, server?.requestIP(request)?.address, deps.trustProxy);
+        // N11: an IPv6 client's bucket is its /64; an IPv4-mapped address is its IPv4 address.
+        const bucket = rateLimitKey(sourceIp);
+        Object.assign(set.headers, rateLimiter.headers(bucket));
+        try {
+          const answer = await receive(request, sourceIp, bucket);
+          if (answer.contentType) set.headers["content-type"] = answer.contentType;
+          return answer.body as never;
+        } finally {
+          Object.assign(set.headers, rateLimiter.headers(bucket));
+        }
+      },
+      {
+        parse: "none",
+        response: {
+          200: document.answerSchema as never,
+          ...problems(400, 401, 413, 415, 429, 503),
+        },
+        detail: {
+          operationId: document.operationId,
+          summary: document.summary,
+          description: document.description,
+          security: [{ [document.security.name]: [] }],
+          requestBody: {
+            required: true,
+            // TypeBox emits JSON Schema as OpenAPI 3.1 wants; the 3.0 typings differ on exclusive bounds.
+            content: { "application/json": { schema: document.requestSchema } },
+          },
         },
       },
-    },
-  );
+    );
+  }
+  return app;
 }

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { parsePaymentMessage, paymentMessage } from "@commerce/shared/messages";
+import { parsePaymentMessage, paymentMessage } from "@commerce/shared/contract/messages";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import { uniqueOrderId } from "@commerce/testing/payments-requests";
-import { storeNotification } from "./service";
+import { GroupCommit } from "./group-commit";
 
 let payments: PaymentsHarness;
 beforeAll(async () => {
@@ -11,7 +11,7 @@ beforeAll(async () => {
 afterAll(() => payments.close());
 
 describe("the order-paid message built in SQL", () => {
-  test("M1, O8: the outbox payload the accept statement writes is exactly the shared schema, with the traceparent as a header", async () => {
+  test("M1, O8: the outbox payload, with provider and payment_ref, the accept statement writes is exactly the shared schema, with the traceparent as a header", async () => {
     const orderId = uniqueOrderId();
     const id = `evt_${crypto.randomUUID()}`;
     const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -22,14 +22,24 @@ describe("the order-paid message built in SQL", () => {
       currency: "EUR",
       id,
     };
-    await storeNotification(payments.sql, {
-      id,
-      notification,
-      rawBody: JSON.stringify(notification),
-      sourceIp: "127.0.0.1",
-      traceparent,
-      messageSubject: payments.topology.payments.orderPaid,
-    });
+    await new GroupCommit(payments.sql).store([
+      {
+        provider: "stripe",
+        notification: {
+          id,
+          event: "payment_intent.succeeded",
+          orderId,
+          paymentRef: "pi_3MtwBwLkdIwHu7ix28a3tqPa",
+          amount: 4980,
+          currency: "EUR",
+          message: "payment.succeeded",
+        },
+        rawBody: JSON.stringify(notification),
+        sourceIp: "127.0.0.1",
+        traceparent,
+        messageSubject: payments.topology.payments.orderPaid,
+      },
+    ]);
     const [row] = await payments.sql<
       { payload: Record<string, unknown>; headers: unknown; stored: string }[]
     >`
@@ -46,6 +56,8 @@ describe("the order-paid message built in SQL", () => {
       order_id: orderId,
       amount: 4980,
       currency: "EUR",
+      provider: "stripe",
+      payment_ref: "pi_3MtwBwLkdIwHu7ix28a3tqPa",
     });
     expect(new Date(row.payload.received_at as string).toISOString()).toBe(
       row.payload.received_at as string,

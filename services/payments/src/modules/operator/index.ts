@@ -1,8 +1,9 @@
-import { type BearerAuthOptions, bearerAuth } from "@commerce/shared/auth/bearer-auth";
-import { pageRequestOf } from "@commerce/shared/http/paging";
-import { requestIdOf } from "@commerce/shared/http/request-log";
-import { problems } from "@commerce/shared/openapi";
-import { Elysia } from "elysia";
+import { type BearerAuthOptions, bearerAuth } from "@commerce/shared/platform/auth/bearer-auth";
+import { deadOutboxDetail, deadOutboxList } from "@commerce/shared/platform/dead-outbox";
+import { pageRequestOf } from "@commerce/shared/platform/http/paging";
+import { requestIdOf } from "@commerce/shared/platform/http/request-log";
+import { named, problems } from "@commerce/shared/platform/openapi";
+import { Elysia, t } from "elysia";
 import type { PaymentsDeps } from "../../deps";
 import {
   notificationDetail,
@@ -26,7 +27,7 @@ const whoMayCall = "Admin bearer token only (scope `admin`); a customer token is
  * still pending": what arrived, whether its message went out, and a replay of that message.
  */
 export function operatorController(deps: PaymentsDeps) {
-  const { sql, topology, logger, outboxWritten } = deps;
+  const { sql, logger, outboxWritten } = deps;
   return new Elysia({ prefix: "/api/notifications", detail: { tags: ["Operator"] } })
     .use(bearerAuth(deps.verifyToken, operatorRealm))
     .get(
@@ -34,17 +35,19 @@ export function operatorController(deps: PaymentsDeps) {
       ({ query }) =>
         listNotifications(
           sql,
-          { orderId: query.order_id, event: query.event },
+          { orderId: query.order_id, event: query.event, provider: query.provider },
           pageRequestOf(query),
         ),
       {
         auth: "admin",
         query: notificationQuery,
-        response: { 200: notificationPage, ...problems(400, 401, 403, 503) },
+        response: { 200: notificationPage, ...problems(400, 401, 403, 429, 503) },
         detail: {
+          operationId: "listNotifications",
           summary: "List stored payment notifications, newest first",
           description:
-            `${whoMayCall} Optionally of one order (order_id) or one event kind (event); ` +
+            `${whoMayCall} Optionally of one order (order_id), one event kind (event) or one ` +
+            "provider (generic, stripe, adyen); order_id is null for what names no order; " +
             "page and per_page as every list (per_page 1 to 100, default 20). published_at is " +
             "when the notification's message was published, null while it waits or when its " +
             "event makes none.",
@@ -54,8 +57,9 @@ export function operatorController(deps: PaymentsDeps) {
     .get("/:id", ({ params }) => getNotification(sql, params.id), {
       auth: "admin",
       params: notificationIdParams,
-      response: { 200: notificationDetail, ...problems(400, 401, 403, 404, 503) },
+      response: { 200: notificationDetail, ...problems(400, 401, 403, 404, 429, 503) },
       detail: {
+        operationId: "getNotification",
         summary: "Read one stored notification with its raw body and its message's fate",
         description:
           `${whoMayCall} raw_body is the request body exactly as received; message is the ` +
@@ -66,7 +70,7 @@ export function operatorController(deps: PaymentsDeps) {
     .post(
       "/:id/replay",
       async ({ params, principal, request, status }) => {
-        const queued = await replayNotification(sql, topology, params.id);
+        const queued = await replayNotification(sql, params.id);
         outboxWritten();
         logger.info("notification replay", {
           request_id: requestIdOf(request),
@@ -80,8 +84,9 @@ export function operatorController(deps: PaymentsDeps) {
       {
         auth: "admin",
         params: notificationIdParams,
-        response: { 202: replayQueued, ...problems(400, 401, 403, 404, 409, 503) },
+        response: { 202: replayQueued, ...problems(400, 401, 403, 404, 409, 429, 503) },
         detail: {
+          operationId: "replayNotification",
           summary: "Publish a notification's message again",
           description:
             `${whoMayCall} Queues the message again with the same payload (and so the same ` +
@@ -93,3 +98,58 @@ export function operatorController(deps: PaymentsDeps) {
       },
     );
 }
+
+/** N10: the payments outbox's rows set aside, for an operator. */
+export const deadOutboxController = (deps: PaymentsDeps) =>
+  new Elysia({ prefix: "/api/outbox", detail: { tags: ["Operator"] } })
+    .use(bearerAuth(deps.verifyToken, operatorRealm))
+    .get("/dead", async () => ({ items: await deps.deadOutbox() }), {
+      auth: "admin",
+      response: { 200: deadOutboxList, ...problems(401, 403, 429, 503) },
+      detail: deadOutboxDetail,
+    });
+
+const figure = (description: string) =>
+  t.Nullable(t.Integer({ minimum: 0, description: `${description}; null when it cannot be read` }));
+
+/** U3: the payments service's figures for the console's health line (the readings of /metrics). */
+export const paymentsStatus = named(
+  "PaymentsStatus",
+  t.Object({
+    outbox_backlog: figure("Outbox rows (order-paid messages) not yet published to JetStream"),
+    outbox_dead: figure("Outbox rows set aside: their publication cannot succeed"),
+  }),
+  {
+    description: "The payments service's operating figures: what waits to go out",
+    examples: [{ outbox_backlog: 0, outbox_dead: 0 }],
+  },
+);
+
+/**
+ * U3: GET /api/status for the console, where /metrics is the scraper's only (N4); the figures are
+ * the gauges' cached (5 s) readings, so calling it costs no more than a scrape.
+ */
+export const statusController = (deps: PaymentsDeps) =>
+  new Elysia({ prefix: "/api/status", detail: { tags: ["Operator"] } })
+    .use(bearerAuth(deps.verifyToken, operatorRealm))
+    .get(
+      "",
+      async () => {
+        const [backlog, dead] = await Promise.all([
+          deps.metrics.reading("outbox_backlog"),
+          deps.metrics.reading("outbox_dead"),
+        ]);
+        return { outbox_backlog: backlog, outbox_dead: dead };
+      },
+      {
+        auth: "admin",
+        response: { 200: paymentsStatus, ...problems(401, 403, 429, 503) },
+        detail: {
+          operationId: "getPaymentsStatus",
+          summary: "Read the payments service's operating figures",
+          description:
+            `${whoMayCall} The outbox backlog and the rows set aside, as /metrics has them, ` +
+            "read from the same 5-second cache; a figure that cannot be read is null.",
+        },
+      },
+    );

@@ -1,5 +1,7 @@
-import { integer, urlInt } from "@commerce/shared/http/fields";
-import { page, pageQuery } from "@commerce/shared/http/paging";
+import { paymentProviders } from "@commerce/shared/contract/messages";
+import { choice, integer, text, urlInt } from "@commerce/shared/platform/http/fields";
+import { page, pageQuery } from "@commerce/shared/platform/http/paging";
+import { named } from "@commerce/shared/platform/openapi";
 import { t } from "elysia";
 
 const timestamp = (description: string) => t.String({ format: "date-time", description });
@@ -10,10 +12,23 @@ const summaryFields = {
   id: t.String({
     description: "The notification id: the provider's id, else a hash of its fields",
   }),
-  event: t.String({ examples: ["payment.succeeded"] }),
-  order_id: integer(),
-  amount: integer({ description: "In minor units of currency" }),
-  currency: t.String({ examples: ["USD"] }),
+  provider: t.String({
+    description: "Who sent it: generic, stripe or adyen",
+    examples: ["stripe"],
+  }),
+  event: t.String({
+    description: "The provider's event kind, as sent",
+    examples: ["payment.succeeded"],
+  }),
+  order_id: t.Nullable(integer({ description: "null when the notification names no order" })),
+  payment_ref: t.String({
+    description:
+      "The provider's id of the payment it is about (Stripe's PaymentIntent, Adyen's pspReference); the notification id for generic",
+  }),
+  amount: t.Nullable(
+    integer({ description: "In minor units of currency; null when it carries none" }),
+  ),
+  currency: t.Nullable(t.String({ examples: ["USD"] })),
   received_at: timestamp("When the webhook stored it"),
   source_ip: t.String({ description: "The client address the webhook saw" }),
   published_at: nullableTimestamp(
@@ -49,22 +64,18 @@ export const notificationPage = page(notificationSummary);
 export const notificationQuery = t.Object({
   ...pageQuery,
   order_id: t.Optional(urlInt("query", "order_id", 1, Number.MAX_SAFE_INTEGER)),
-  event: t.Optional(
-    t.String({
-      minLength: 1,
-      maxLength: 100,
-      error: { path: "/event", message: "event must be a string of 1 to 100 characters" },
+  event: t.Optional(text(1, 100, undefined, { name: "event" })),
+  provider: t.Optional(
+    choice(paymentProviders, {
+      error: {
+        path: "/provider",
+        message: `provider must be one of ${paymentProviders.join(", ")}`,
+      },
     }),
   ),
 });
 
-export const notificationIdParams = t.Object({
-  id: t.String({
-    minLength: 1,
-    maxLength: 255,
-    error: { path: "/id", message: "id (path) must be a string of 1 to 255 characters" },
-  }),
-});
+export const notificationIdParams = t.Object({ id: text(1, 255, undefined, { name: "id" }) });
 
 export const replayQueued = t.Object({
   notification_id: t.String(),
@@ -75,6 +86,56 @@ export const replayQueued = t.Object({
       "keeps the notification id, by which the consumer recognises a message it applied",
   }),
   requested_at: timestamp("When the replay was queued"),
+});
+
+const notificationExample = {
+  id: "evt_3PqK9aLkdIwHu7ix0e5RtYb2",
+  provider: "generic",
+  event: "payment.succeeded",
+  order_id: 1021,
+  payment_ref: "evt_3PqK9aLkdIwHu7ix0e5RtYb2",
+  amount: 75000,
+  currency: "USD",
+  received_at: "2026-11-23T14:02:11.482Z",
+  source_ip: "198.51.100.7",
+  published_at: "2026-11-23T14:02:11.497Z",
+  trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+};
+
+// D5: the document's named components.
+named("Notification", notificationSummary, {
+  description: "A stored payment notification",
+  examples: [notificationExample],
+});
+named("NotificationDetail", notificationDetail, {
+  description: "A stored payment notification with its raw body and what became of its message",
+  examples: [
+    {
+      ...notificationExample,
+      raw_body:
+        '{"event":"payment.succeeded","order_id":1021,"amount":75000,"currency":"USD","id":"evt_3PqK9aLkdIwHu7ix0e5RtYb2"}',
+      message: {
+        subject: "payments.order.paid",
+        message_id: "evt_3PqK9aLkdIwHu7ix0e5RtYb2",
+        published_at: "2026-11-23T14:02:11.497Z",
+      },
+      replays: [],
+    },
+  ],
+});
+named("NotificationPage", notificationPage, {
+  description: "A page of stored payment notifications",
+  examples: [{ items: [notificationExample], page: 1, pages: 1, per_page: 20, total: 1 }],
+});
+named("Replay", replayQueued, {
+  examples: [
+    {
+      notification_id: "evt_3PqK9aLkdIwHu7ix0e5RtYb2",
+      subject: "payments.order.paid",
+      message_id: "evt_3PqK9aLkdIwHu7ix0e5RtYb2:replay:1",
+      requested_at: "2026-11-23T15:40:02.118Z",
+    },
+  ],
 });
 
 export type NotificationSummary = typeof notificationSummary.static;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createLogger } from "@commerce/shared/logger";
-import { ensureStream, NatsLink } from "@commerce/shared/nats";
-import { OutboxRelay } from "@commerce/shared/outbox";
+import { OutboxRelay } from "@commerce/shared/contract/outbox";
+import { createLogger } from "@commerce/shared/platform/logger";
+import { ensureStream, NatsLink } from "@commerce/shared/platform/nats";
 import { eventually, testNatsUrl, token, unique } from "@commerce/testing/basics";
 import { type PaymentsHarness, problemType, startPayments } from "@commerce/testing/in-process";
 import {
@@ -119,8 +119,10 @@ describe("operator routes: reading", () => {
     expect(all.json.items.map((item: any) => item.id)).toEqual([ids[2], ids[1], ids[0]]);
     expect(all.json.items[0]).toEqual({
       id: ids[2],
+      provider: "generic",
       event: "payment.succeeded",
       order_id: orderId,
+      payment_ref: ids[2],
       amount: 5,
       currency: "USD",
       received_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
@@ -312,5 +314,60 @@ describe("operator routes: replay", () => {
       await jsm.streams.delete(stream).catch(() => {});
       await nats.close();
     }
+  });
+});
+
+describe("operator routes: status (U3, N4)", () => {
+  test("U3: an admin reads the outbox backlog and the rows set aside; a customer 403, no token 401", async () => {
+    // This service's own subjects, as the gauge counts: other tests' rows share the table.
+    const own = payments.topology.payments;
+    const [{ dead }] = await payments.sql<{ dead: number }[]>`
+      select count(*)::int as dead from payments.outbox where dead_at is not null
+        and published_at is null
+        and subject = any(${[own.orderPaid, own.orderRefunded, own.orderFailed]})`;
+    const res = await call("GET", "/api/status", admin);
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.json).sort()).toEqual(["outbox_backlog", "outbox_dead"]);
+    expect(res.json.outbox_backlog).toBeGreaterThanOrEqual(0);
+    expect(res.json.outbox_dead).toBe(dead);
+    expect((await call("GET", "/api/status", customer)).status).toBe(403);
+    const anonymous = await call("GET", "/api/status");
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("content-type")).toBe(problemType);
+  });
+
+  test("N4: the figures are the /metrics gauges' 5-second readings", async () => {
+    const status = (await call("GET", "/api/status", admin)).json;
+    const metrics = await (
+      await payments.app().handle(new Request("http://localhost/metrics"))
+    ).text();
+    expect(metrics).toContain(`outbox_backlog ${status.outbox_backlog}\n`);
+    expect(metrics).toContain(`outbox_dead ${status.outbox_dead}\n`);
+  });
+
+  test("U1: the console's origin may read it (CORS), as the other operator routes, not /metrics", async () => {
+    const origin = "http://console.example";
+    const app = payments.app({ consoleOrigins: [origin] });
+    const preflight = await app.handle(
+      new Request("http://localhost/api/status", {
+        method: "OPTIONS",
+        headers: { origin, "access-control-request-method": "GET" },
+      }),
+    );
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe(origin);
+    const read = await app.handle(
+      new Request("http://localhost/api/status", {
+        headers: { origin, authorization: `Bearer ${admin}` },
+      }),
+    );
+    expect(read.status).toBe(200);
+    expect(read.headers.get("access-control-allow-origin")).toBe(origin);
+    // N4: /metrics is the scraper's; the console no longer reads it, so no CORS there.
+    const scrape = await app.handle(
+      new Request("http://localhost/metrics", { headers: { origin } }),
+    );
+    expect(scrape.headers.get("access-control-allow-origin")).toBeNull();
+    await scrape.arrayBuffer();
   });
 });

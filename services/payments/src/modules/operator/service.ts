@@ -1,18 +1,19 @@
-import { isoTimestamp, type Sql } from "@commerce/shared/database";
-import { ConflictError, NotFoundError } from "@commerce/shared/errors";
-import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/http/paging";
-import type { MessageTopology } from "@commerce/shared/messages";
-import { parseTraceparent } from "@commerce/shared/tracing";
-import { messagePayload, messageSubjectOf } from "../../lib/outbox-message";
+import { isoTimestamp, type Sql } from "@commerce/shared/platform/database";
+import { ConflictError, NotFoundError } from "@commerce/shared/platform/errors";
+import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/platform/http/paging";
+import { parseTraceparent } from "@commerce/shared/platform/tracing";
+import { messagePayload } from "../../lib/outbox-message";
 import type { NotificationDetail, NotificationSummary, ReplayQueued } from "./model";
 
 type NotificationRow = {
   id: string;
+  provider: string;
   event: string;
   // bigint columns arrive from postgres.js as text.
-  order_id: string;
-  amount: string;
-  currency: string;
+  order_id: string | null;
+  payment_ref: string | null;
+  amount: string | null;
+  currency: string | null;
   received_at: string;
   source_ip: string;
   published_at: string | null;
@@ -26,13 +27,18 @@ type MessageRow = {
   published_at: string | null;
 };
 
-export type NotificationFilter = { orderId?: number; event?: string };
+export type NotificationFilter = { orderId?: number; event?: string; provider?: string };
+
+const numberOrNull = (value: string | null) => (value === null ? null : Number(value));
 
 const toSummary = (row: NotificationRow): NotificationSummary => ({
   id: row.id,
+  provider: row.provider,
   event: row.event,
-  order_id: Number(row.order_id),
-  amount: Number(row.amount),
+  order_id: numberOrNull(row.order_id),
+  // Rows from before M1 named no reference: theirs was the notification id (generic).
+  payment_ref: row.payment_ref ?? row.id,
+  amount: numberOrNull(row.amount),
   currency: row.currency,
   received_at: row.received_at,
   source_ip: row.source_ip,
@@ -40,10 +46,11 @@ const toSummary = (row: NotificationRow): NotificationSummary => ({
   trace_id: parseTraceparent(row.traceparent)?.traceId ?? null,
 });
 
-const whereOf = (sql: Sql, { orderId, event }: NotificationFilter) =>
+const whereOf = (sql: Sql, { orderId, event, provider }: NotificationFilter) =>
   sql`where true
     ${orderId === undefined ? sql`` : sql`and order_id = ${orderId}`}
-    ${event === undefined ? sql`` : sql`and event = ${event}`}`;
+    ${event === undefined ? sql`` : sql`and event = ${event}`}
+    ${provider === undefined ? sql`` : sql`and provider = ${provider}`}`;
 
 /**
  * V3: a page of stored notifications, newest first, each with when the message the webhook
@@ -52,8 +59,8 @@ const whereOf = (sql: Sql, { orderId, event }: NotificationFilter) =>
 export async function listNotifications(sql: Sql, filter: NotificationFilter, paging: PageRequest) {
   const rows = await sql<(NotificationRow & { total: number })[]>`
     with page as (
-      select id, event, order_id, amount, currency, received_at, source_ip, traceparent,
-        count(*) over ()::int as total
+      select id, provider, event, order_id, payment_ref, amount, currency, received_at, source_ip,
+        traceparent, count(*) over ()::int as total
       from payments.notifications ${whereOf(sql, filter)}
       order by received_at desc, id desc
       limit ${paging.perPage} offset ${offsetOf(paging)}
@@ -65,8 +72,9 @@ export async function listNotifications(sql: Sql, filter: NotificationFilter, pa
       ) as published_at
       from page
     )
-    select id, event, order_id, amount, currency, ${isoTimestamp(sql, "received_at")} as received_at,
-      source_ip, ${isoTimestamp(sql, "published_at")} as published_at, traceparent, total
+    select id, provider, event, order_id, payment_ref, amount, currency,
+      ${isoTimestamp(sql, "received_at")} as received_at, source_ip,
+      ${isoTimestamp(sql, "published_at")} as published_at, traceparent, total
     from published order by published.received_at desc, id desc`;
   return pageFromWindow(
     rows,
@@ -81,8 +89,8 @@ export async function listNotifications(sql: Sql, filter: NotificationFilter, pa
 /** V3: one notification with its raw body, the message the webhook queued and every replay. */
 export async function getNotification(sql: Sql, id: string): Promise<NotificationDetail> {
   const [row] = await sql<(Omit<NotificationRow, "published_at"> & { raw_body: string })[]>`
-    select id, event, order_id, amount, currency, ${isoTimestamp(sql, "received_at")} as received_at,
-      source_ip, traceparent, raw_body
+    select id, provider, event, order_id, payment_ref, amount, currency,
+      ${isoTimestamp(sql, "received_at")} as received_at, source_ip, traceparent, raw_body
     from payments.notifications where id = ${id}`;
   if (!row) throw new NotFoundError(`Notification ${id} does not exist`);
   const messages = await sql<MessageRow[]>`
@@ -115,15 +123,16 @@ export async function getNotification(sql: Sql, id: string): Promise<Notificatio
  * a replay vanish just when it is most needed; a new id always reaches the consumer, whose
  * idempotency on the payload's notification id (M2) makes it harmless where it was applied.
  */
-export async function replayNotification(
-  sql: Sql,
-  topology: MessageTopology,
-  id: string,
-): Promise<ReplayQueued> {
-  const [notification] = await sql<{ event: string }[]>`
-    select event from payments.notifications where id = ${id}`;
+export async function replayNotification(sql: Sql, id: string): Promise<ReplayQueued> {
+  const [notification] = await sql<{ event: string; subject: string | null }[]>`
+    select event, (
+      select subject from payments.outbox
+      where payload->>'notification_id' = ${id} and message_id = ${id} order by id limit 1
+    ) as subject
+    from payments.notifications where id = ${id}`;
   if (!notification) throw new NotFoundError(`Notification ${id} does not exist`);
-  const subject = messageSubjectOf(notification.event, topology);
+  // The subject its own message went to: a provider's event name is not the message's (S3, Y2).
+  const subject = notification.subject ?? undefined;
   if (!subject)
     throw new ConflictError(
       `Notification ${id} is a ${notification.event}, which makes no message to replay`,

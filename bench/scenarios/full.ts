@@ -1,0 +1,148 @@
+/**
+ * `npm run bench` without BENCH_ONLY: every row in one run, on one main stack (api and payments),
+ * then the scale and soak rows on processes of their own; one results.json and results.md.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { messageTopology } from "@commerce/shared/contract/messages";
+import {
+  connectedNats,
+  launch,
+  mode,
+  type Outcome,
+  pay,
+  prefix,
+  runDir,
+  runId,
+  serviceCommand,
+  settings,
+  startApi,
+} from "../context";
+import { catalog, placeOrders, writeDataFiles } from "../data";
+import {
+  customers,
+  databaseUrl,
+  jwtSecret,
+  paymentsEnv,
+  readConnections,
+  say,
+  stop,
+  threads,
+} from "../harness";
+import { summarise } from "../load";
+import { type Machine, memory } from "../machine";
+import { measureOrderPaidLatency } from "../order-paid-latency";
+import { measureBursts } from "./bursts";
+import { measureOrders } from "./orders";
+import { launchFloors, measureReads } from "./reads";
+import { render } from "./report";
+import { renderScale, scaleBench } from "./scale";
+import { renderSoak, soakBench } from "./soak";
+import { binaryStartup } from "./startup";
+import { measureWebhookIntake } from "./webhook-intake";
+
+export async function fullRun(host: Machine): Promise<Outcome> {
+  const nc = connectedNats();
+  const { api, productIds } = await startApi();
+  const payments = await launch("payments", serviceCommand("payments"), paymentsEnv(prefix.main));
+
+  say("exec to /ready, 5 starts of each service");
+  const startup = { api: await binaryStartup("api"), payments: await binaryStartup("payments") };
+
+  const floors = await launchFloors();
+  const express = await launch("express", ["node", "bench/express.js"], {
+    DATABASE_URL: databaseUrl,
+    AUTH_JWT_SECRET: jwtSecret,
+    NODE_ENV: "production",
+  });
+
+  const tokens = await writeDataFiles(runDir, productIds);
+
+  const reads = await measureReads([api, ...floors, express]);
+  for (const server of [...floors, express]) await stop(server);
+
+  const { orders: orderRuns, stock } = await measureOrders(api, tokens);
+
+  say("webhook acceptance on a payments process of its own (its messages reach no consumer)");
+  const webhookPayments = await launch(
+    "payments-webhook",
+    serviceCommand("payments"),
+    paymentsEnv(prefix.webhook),
+  );
+  const webhookRuns = await measureWebhookIntake(webhookPayments);
+  const webhookMemory = memory(webhookPayments.pid);
+
+  say(`accepted -> orders.paid: ${settings.latencyCount} notifications, one after another`);
+  const latency = await measureOrderPaidLatency({
+    nc,
+    subject: messageTopology(prefix.main).orders.event("paid"),
+    orders: await placeOrders(api, tokens, productIds, settings.latencyCount),
+    notify: (order) => pay(payments, order, "l"),
+  });
+
+  const bursts = await measureBursts(api, payments, tokens, productIds);
+
+  const memoryAfter = {
+    api: memory(api.pid),
+    payments: memory(payments.pid),
+    payments_webhook: webhookMemory,
+  };
+  // The binaries give memory back once quiet (shared/src/platform/memory-reclaim.ts): the burst's garbage
+  // after a second, compiled code after 60 s. Read again at both points.
+  const memoryQuiet = async (ms: number) => {
+    await Bun.sleep(ms);
+    return {
+      api: memory(api.pid),
+      payments: memory(payments.pid),
+      payments_webhook: memory(webhookPayments.pid),
+    };
+  };
+  const memorySettled = { after_3s: await memoryQuiet(3000), after_65s: await memoryQuiet(62_000) };
+  const logLines = Object.fromEntries(
+    [api, payments, webhookPayments].map((s) => [
+      s.name,
+      s.log && existsSync(s.log) ? readFileSync(s.log, "utf8").split("\n").length - 1 : 0,
+    ]),
+  );
+  await Promise.all([stop(api), stop(payments), stop(webhookPayments)]);
+  say("scale: list latency with 10 thousand to 1 million rows, a database of its own each");
+  const scale = await scaleBench(serviceCommand("api"), runDir);
+  say("soak (O9): 5 minutes of steady mixed load on both services");
+  const soak = await soakBench(runDir, serviceCommand, { prefix: prefix.soak });
+
+  const results = {
+    run: runId,
+    at: new Date().toISOString(),
+    mode,
+    settings: {
+      seconds: settings.seconds,
+      rounds: settings.rounds,
+      threads,
+      read_connections: readConnections,
+      webhook_connections: settings.webhookConnections,
+      customers,
+      ...catalog,
+    },
+    machine: host,
+    reads,
+    orders: summarise(orderRuns),
+    stock,
+    webhook: {
+      ...summarise(webhookRuns),
+      stored_each: webhookRuns.map((r) => r.stored),
+      requests_each: webhookRuns.map((r) => r.requests),
+    },
+    latency,
+    bursts,
+    startup,
+    memory_after: memoryAfter,
+    memory_settled: memorySettled,
+    log_lines: logLines,
+    scale,
+    soak,
+  };
+  const report = `${render(results)}\n${renderScale(scale)}\n\n${renderSoak(soak)}`;
+  return {
+    files: { "results.json": results, "soak.json": soak, "results.md": report },
+    print: report,
+  };
+}

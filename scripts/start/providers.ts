@@ -1,0 +1,25 @@
+/** What `npm start` does with the payment providers Stripe and Adyen (section 15). */
+
+/** G1: Stripe's and Adyen's settings, passed to payments only. */
+export const providerVariables = [
+  "STRIPE_WEBHOOK_SECRETS",
+  "ADYEN_HMAC_KEYS",
+  "ADYEN_WEBHOOK_USERNAME",
+  "ADYEN_WEBHOOK_PASSWORD",
+];
+
+/** One line per configured provider: its webhook URL and how to play it; a hint when none is. */
+export function providerLines(paymentsUrl: string, env: NodeJS.ProcessEnv): string[] {
+  const configured = [
+    ["stripe", "STRIPE_WEBHOOK_SECRETS"],
+    ["adyen", "ADYEN_HMAC_KEYS"],
+  ].filter(([, variable]) => env[variable]?.trim());
+  if (configured.length === 0)
+    return [
+      "providers generic only; set STRIPE_WEBHOOK_SECRETS or ADYEN_HMAC_KEYS for Stripe, Adyen",
+    ];
+  return configured.map(
+    ([name]) =>
+      `${name.padEnd(9)} ${paymentsUrl}/api/webhooks/${name}   try: npm run webhook -- --provider ${name} --order N --amount A`,
+  );
+}

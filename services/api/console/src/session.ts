@@ -1,0 +1,51 @@
+/**
+ * U2: the admin token lives in this tab's sessionStorage only: never a cookie, never in a URL the
+ * console sends anywhere. Closing the tab forgets it.
+ */
+const storageKey = "console.token";
+
+export const session = {
+  token: (): string | null => sessionStorage.getItem(storageKey),
+  keep: (token: string) => sessionStorage.setItem(storageKey, token),
+  forget: () => sessionStorage.removeItem(storageKey),
+};
+
+/**
+ * `/console#token=<jwt>` (the link `npm start` prints): the token is kept and the fragment taken
+ * out of the address bar and the history at once. A fragment never reaches a server.
+ */
+export function takeTokenFromAddress(): string | undefined {
+  const match = location.hash.match(/^#token=([^&]+)/);
+  if (!match) return undefined;
+  history.replaceState(history.state, "", location.pathname + location.search);
+  return decodeURIComponent(match[1]);
+}
+
+type Claims = { exp?: number; scope?: string; sub?: string };
+
+function claimsOf(token: string): Claims | undefined {
+  const payload = token.split(".")[1];
+  if (!payload) return undefined;
+  try {
+    const json = atob(payload.replaceAll("-", "+").replaceAll("_", "/"));
+    const claims = JSON.parse(json);
+    return typeof claims === "object" && claims !== null ? claims : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why a token cannot sign in, read from its own claims before any request, or undefined when it
+ * looks like an admin's. The services still verify it: this only makes the message precise.
+ */
+export function refusalOf(token: string, now = Date.now()): string | undefined {
+  const claims = claimsOf(token);
+  if (!claims) return "This is not a bearer token (a JWT of three dot-separated parts).";
+  if (typeof claims.exp === "number" && claims.exp * 1000 <= now)
+    return `This token expired at ${new Date(claims.exp * 1000).toISOString()}. Sign in with a new one.`;
+  const scopes = typeof claims.scope === "string" ? claims.scope.split(" ") : [];
+  if (!scopes.includes("admin"))
+    return "This token is not an admin's (it has no admin scope). The console needs an admin token.";
+  return undefined;
+}

@@ -1,0 +1,145 @@
+import type {
+  EventSource,
+  MessageTopology,
+  OrderEventName,
+} from "@commerce/shared/contract/messages";
+import type { Sql } from "@commerce/shared/platform/database";
+import { isoTimestamp } from "@commerce/shared/platform/database";
+import { formatTraceparent, type TraceContext } from "@commerce/shared/platform/tracing";
+import { sql as sqlText } from "drizzle-orm";
+import type { Executor } from "../../../db";
+import { orderEvents } from "../../../db/schema";
+import { clientOf, preparedStatements } from "../../../lib/prepared";
+import { deliveriesFrom } from "../../webhooks/deliveries";
+
+/** What caused an order event: the timeline's `source`, and the notification and trace if any. */
+export type Cause = {
+  source: EventSource;
+  /** `cancel_reason` of a cancel; the payload's `reason`. */
+  reason?: string;
+  notificationId?: string;
+  /** The trace the event belongs to; its `orders.*` message continues it, so one trace spans the money path (O8). */
+  trace?: TraceContext;
+  /** M1, L4: the provider's id of the payment a message was about; on the timeline entry's detail. */
+  paymentRef?: string;
+};
+
+/** The `traceparent` header text of a cause: the relay publishes it with the message (O8). */
+export const traceparentOf = (cause: Pick<Cause, "trace">) =>
+  cause.trace ? formatTraceparent(cause.trace) : null;
+
+/** The column of `rows` an event's `at` is read from (a payment failure's rows carry `failed_at`). */
+const atColumn: Record<OrderEventName, string> = {
+  created: "created_at",
+  paid: "paid_at",
+  cancelled: "cancelled_at",
+  refunded: "refunded_at",
+  payment_failed: "failed_at",
+};
+
+/**
+ * The one place an `orders.*` message (M3) and its timeline entry (T1) are spelled: two CTEs,
+ * `order_message` and `order_timeline`, writing for each row of the CTE `rows` its outbox row
+ * (subject, message id, payload, traceparent header) and its timeline entry, in the statement
+ * (so the transaction) of the move they announce (R5), and a third, `order_deliveries`, its
+ * webhook deliveries to every endpoint subscribed to it (H2). `rows` has the columns of `api.orders`;
+ * the cause is `"per row"` (columns `source`, `reason`, `notification_id`, `traceparent`,
+ * `payment_ref` of `rows`) or one cause for every row. Placing an order, a move of one order, a batch of moves
+ * and a payment failure all write through it, so what "paid" writes is changed here, once.
+ */
+export function orderEventWrites(
+  sql: Sql,
+  topology: MessageTopology,
+  event: OrderEventName,
+  rows: string,
+  cause: Cause | "per row",
+) {
+  const perRow = cause === "per row";
+  const source = perRow ? sql`r.source` : sql`${cause.source}::text`;
+  const reason = perRow ? sql`r.reason` : sql`${cause.reason ?? null}::text`;
+  const notificationId = perRow
+    ? sql`r.notification_id`
+    : sql`${cause.notificationId ?? null}::text`;
+  const traceparent = perRow ? sql`r.traceparent` : sql`${traceparentOf(cause)}::text`;
+  const paymentRef = perRow ? sql`r.payment_ref` : sql`${cause.paymentRef ?? null}::text`;
+  const at = isoTimestamp(sql, `r.${atColumn[event]}`);
+  // JetStream de-duplicates on it; a payment may fail more than once, so that one is per notification.
+  const messageId =
+    event === "payment_failed"
+      ? sql`'order-payment_failed-' || ${notificationId}`
+      : sql`${`order-${event}-`}::text || r.id`;
+  return sql`
+    order_message as (
+      insert into api.outbox (subject, message_id, payload, headers)
+      select ${topology.orders.event(event)}::text, ${messageId},
+        jsonb_strip_nulls(jsonb_build_object('order_id', r.id, 'status', r.status,
+          'amount', r.amount, 'currency', r.currency, 'at', ${at}, 'source', ${source},
+          'reason', ${reason}, 'notification_id', ${notificationId},
+          'paid_at', ${event === "paid" ? at : sql`null::text`})),
+        case when ${traceparent} is not null
+          then jsonb_build_object('traceparent', ${traceparent}) end
+      from ${sql(rows)} r
+      returning message_id, payload
+    ), order_deliveries as (
+      -- H2, H6: the event's webhook deliveries commit with its outbox row, or neither does.
+      ${deliveriesFrom(sql, sql`select ${`orders.${event}`}::text, message_id, (payload->>'order_id')::bigint, payload from order_message`)}
+    ), order_timeline as (
+      insert into api.order_events (order_id, type, source, notification_id, detail)
+      select r.id, ${event}::text, ${source}, ${notificationId},
+        jsonb_strip_nulls(jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef}))
+      from ${sql(rows)} r
+    )`;
+}
+
+/**
+ * L4, M3: a payment that failed moves nothing, but is announced like a move: one
+ * `orders.payment_failed` (per notification) and one timeline entry, in the caller's transaction.
+ */
+export async function announcePaymentFailed(
+  tx: Executor,
+  topology: MessageTopology,
+  orderId: number,
+  cause: Cause,
+): Promise<void> {
+  const sql = clientOf(tx);
+  await sql`
+    with failed as (select *, now() as failed_at from api.orders where id = ${orderId}),
+    ${orderEventWrites(sql, topology, "payment_failed", "failed", cause)}
+    select 1`;
+}
+
+/** The kinds of timeline entry (T1): the order events, and a payment review opened or resolved. */
+export type TimelineType = OrderEventName | "review_opened" | "review_resolved";
+
+const run = preparedStatements((db) => ({
+  recordOnTimeline: db
+    .insert(orderEvents)
+    .values({
+      orderId: sqlText.placeholder("orderId"),
+      type: sqlText.placeholder("type"),
+      source: sqlText.placeholder("source"),
+      notificationId: sqlText.placeholder("notificationId"),
+      detail: sqlText.placeholder("detail"),
+    })
+    .prepare("record_on_timeline"),
+}));
+
+/**
+ * T1: a timeline entry that is no move (a payment review opened or resolved), in the caller's
+ * transaction, the same one as what it records. Moves write theirs through `orderEventWrites`.
+ */
+export async function recordOnTimeline(
+  tx: Executor,
+  orderId: number,
+  type: Exclude<TimelineType, OrderEventName>,
+  cause: Pick<Cause, "source" | "notificationId">,
+  detail: Record<string, unknown> = {},
+): Promise<void> {
+  await run(tx, "recordOnTimeline", {
+    orderId,
+    type,
+    source: cause.source,
+    notificationId: cause.notificationId ?? null,
+    detail,
+  });
+}

@@ -1,0 +1,109 @@
+import type { MessageTopology, PaymentMessage } from "@commerce/shared/contract/messages";
+import type { TraceContext } from "@commerce/shared/platform/tracing";
+import type { Database } from "../../db";
+import { transitionMany } from "../orders/state/transition";
+import { paymentRefOf } from "./apply";
+
+/** A payment for the batch path, with its trace, so the `orders.paid` it writes continues the webhook's (O8). */
+export type BatchedPayment = { message: PaymentMessage; trace?: TraceContext };
+
+/**
+ * M2, M5: the common case, orders in `created` each paid in full by a notification not seen
+ * before, for a whole batch in one statement (its own transaction): the state machine's
+ * `transitionMany` locks the payable orders in id order, this inbox remembers each notification as
+ * processed in the same statement, and the orders move to `paid` with their `orders.paid`
+ * messages and timeline entries, as `transition` would move them. One round trip for many payments
+ * instead of about ten for each is what lets the consumer keep up with a burst. Returns the
+ * notification ids that paid their order; any other payment (a duplicate, a mismatch, an unknown
+ * or unpayable order, a second payment of an order in the batch) changes nothing here and is
+ * left to `applyPaymentMessage`. Each order is locked before its notification is recorded, as
+ * there, so replicas applying the same notification cannot deadlock.
+ */
+export async function payInOneStatement(
+  db: Database,
+  topology: MessageTopology,
+  batch: BatchedPayment[],
+): Promise<Set<string>> {
+  // One payment per order: a second one for the same order is for the general path to judge.
+  const firstPerOrder = new Map<number, BatchedPayment>();
+  for (const payment of batch)
+    if (!firstPerOrder.has(payment.message.order_id))
+      firstPerOrder.set(payment.message.order_id, payment);
+  const payments = [...firstPerOrder.values()];
+  const moved = await transitionMany(
+    db,
+    topology,
+    { to: "paid", source: "webhook" },
+    payments.map(({ message, trace }) => ({
+      orderId: message.order_id,
+      notificationId: message.notification_id,
+      trace,
+      paymentRef: paymentRefOf(message),
+      expect: { amount: message.amount, currency: message.currency },
+    })),
+    {
+      // M2: the idempotent consumer's memory, in the statement of the move it records.
+      claim: (sql) => sql`
+        insert into api.processed_notifications (notification_id, order_id, outcome)
+        select notification_id, order_id, 'paid' from movable
+        on conflict do nothing
+        returning order_id`,
+    },
+  );
+  return new Set(
+    payments.filter((p) => moved.has(p.message.order_id)).map((p) => p.message.notification_id),
+  );
+}
+
+/**
+ * Gathers the payments that arrive while a batch statement runs into the next one (M5): at a
+ * trickle each payment is its own batch, right away; in a burst the batches grow, so the
+ * statements per payment fall as the load rises. At most `statements` batches run at once.
+ */
+export class PaymentBatcher {
+  private waiting: Array<
+    BatchedPayment & { done: (paid: boolean) => void; fail: (e: unknown) => void }
+  > = [];
+  private running = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly topology: MessageTopology,
+    private readonly maxBatch = 64,
+    private readonly statements = 3,
+  ) {}
+
+  /** Whether this payment paid its order (false: it needs `applyPaymentMessage`). */
+  pay(payment: BatchedPayment): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.waiting.push({ ...payment, done, fail });
+      this.schedule();
+    });
+  }
+
+  /** After the messages that arrived together have all joined the batch. */
+  private schedule(): void {
+    if (this.scheduled || this.running >= this.statements) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    if (this.waiting.length === 0 || this.running >= this.statements) return;
+    const batch = this.waiting.splice(0, this.maxBatch);
+    this.running++;
+    try {
+      const paid = await payInOneStatement(this.db, this.topology, batch);
+      for (const payment of batch) payment.done(paid.has(payment.message.notification_id));
+    } catch (error) {
+      for (const payment of batch) payment.fail(error);
+    } finally {
+      this.running--;
+      if (this.waiting.length) this.schedule();
+    }
+  }
+}

@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { PaymentMessage } from "@commerce/shared/contract/messages";
+import { paymentMessageFor } from "@commerce/testing/basics";
+import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { applyPaymentMessage } from "./apply";
+import { payInOneStatement } from "./batcher";
+
+let api: ApiHarness;
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(() => api.close());
+
+async function newOrder(price = 1999) {
+  const product = await api.product({ price });
+  const { token } = await api.customer();
+  const res = await api.call("POST", "/api/orders", {
+    token,
+    body: { product_id: product.id, qty: 1 },
+  });
+  return res.json as { order_id: number; amount: number; currency: string };
+}
+
+const succeeded = (message: PaymentMessage) =>
+  applyPaymentMessage(api.db, api.deps.topology, "succeeded", message);
+const status = async (id: number) =>
+  (await api.sql<{ status: string }[]>`select status from api.orders where id = ${id}`)[0].status;
+const timeline = (id: number) =>
+  api.sql<{ type: string; notification_id: string | null; detail: Record<string, unknown> }[]>`
+    select type, notification_id, detail from api.order_events where order_id = ${id} order by id`;
+const reviews = (id: number) =>
+  api.sql<{ reason: string }[]>`select reason from api.payment_reviews where order_id = ${id}`;
+
+describe("the payment reference that paid an order (M1, L4)", () => {
+  test("L4, S3: a Checkout's two events about one PaymentIntent pay the order once and open no review (batch path first)", async () => {
+    const order = await newOrder();
+    const session = paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_checkout_A" });
+    const intent = paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_checkout_A" });
+    const paid = await payInOneStatement(api.db, api.deps.topology, [{ message: session }]);
+    expect(paid.has(session.notification_id)).toBe(true);
+    expect(await succeeded(intent)).toBe("same_payment");
+    expect(await status(order.order_id)).toBe("paid");
+    expect(await reviews(order.order_id)).toHaveLength(0);
+    expect([...(await timeline(order.order_id))]).toEqual([
+      expect.objectContaining({ type: "created" }),
+      {
+        type: "paid",
+        notification_id: session.notification_id,
+        detail: { payment_ref: "pi_checkout_A" },
+      },
+    ]);
+  });
+
+  test("L4: the same payment told twice through the general path (a replayed stream, another order of arrival) opens no review", async () => {
+    const order = await newOrder();
+    const first = paymentMessageFor(order, { provider: "adyen", payment_ref: "8815000000000042" });
+    const again = paymentMessageFor(order, { provider: "adyen", payment_ref: "8815000000000042" });
+    expect(await succeeded(first)).toBe("paid");
+    expect(await succeeded(again)).toBe("same_payment");
+    expect(await succeeded(again)).toBe("duplicate");
+    expect(await reviews(order.order_id)).toHaveLength(0);
+  });
+
+  test("L4, T1: a different payment reference for a paid order is a duplicate_payment review, payment_ref on the timeline entry", async () => {
+    const order = await newOrder();
+    const first = paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_first" });
+    const second = paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_second" });
+    expect(await succeeded(first)).toBe("paid");
+    expect(await succeeded(second)).toBe("duplicate_payment");
+    expect(await status(order.order_id)).toBe("paid");
+    expect((await reviews(order.order_id)).map((review) => review.reason)).toEqual([
+      "duplicate_payment",
+    ]);
+    const entries = await timeline(order.order_id);
+    expect(entries.find((entry) => entry.type === "paid")?.detail).toEqual({
+      payment_ref: "pi_first",
+    });
+    expect(entries.find((entry) => entry.type === "review_opened")?.detail).toMatchObject({
+      reason: "duplicate_payment",
+      payment_ref: "pi_second",
+    });
+  });
+
+  test("L4, M1: a message without payment_ref (generic, or from before M1) is its own payment: a second notification id is a duplicate_payment, as before", async () => {
+    const order = await newOrder();
+    expect(await succeeded(paymentMessageFor(order))).toBe("paid");
+    expect(await succeeded(paymentMessageFor(order))).toBe("duplicate_payment");
+  });
+
+  test("L4, T1: a refund and a failure carry their payment_ref on the timeline", async () => {
+    const order = await newOrder();
+    expect(await succeeded(paymentMessageFor(order, { payment_ref: "pi_r" }))).toBe("paid");
+    const failed = paymentMessageFor(order, { payment_ref: "pi_other_card" });
+    expect(await applyPaymentMessage(api.db, api.deps.topology, "failed", failed)).toBe(
+      "payment_failed",
+    );
+    const refund = paymentMessageFor(order, { payment_ref: "pi_r" });
+    expect(await applyPaymentMessage(api.db, api.deps.topology, "refunded", refund)).toBe(
+      "refunded",
+    );
+    const entries = await timeline(order.order_id);
+    expect(entries.find((entry) => entry.type === "payment_failed")?.detail).toEqual({
+      payment_ref: "pi_other_card",
+    });
+    expect(entries.find((entry) => entry.type === "refunded")?.detail).toEqual({
+      payment_ref: "pi_r",
+    });
+  });
+
+  test("L4, V2: a payment an admin applies from a review is the reference that paid; the same payment told again opens no second review", async () => {
+    const order = await newOrder();
+    const admin = await api.admin();
+    await api.call("PATCH", `/api/orders/${order.order_id}`, {
+      token: admin,
+      body: { status: "cancelled" },
+    });
+    const late = paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_after_cancel" });
+    expect(await succeeded(late)).toBe("order_not_payable");
+    const [{ id }] = await api.sql<{ id: string }[]>`
+      select id from api.payment_reviews where notification_id = ${late.notification_id}`;
+    const applied = await api.call("POST", `/api/payment-reviews/${id}/resolve`, {
+      token: admin,
+      body: { action: "apply", note: "captured after cancel; keep it" },
+    });
+    expect(applied.status).toBe(200);
+    const again = paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_after_cancel" });
+    expect(await succeeded(again)).toBe("same_payment");
+    expect((await reviews(order.order_id)).map((review) => review.reason)).toEqual([
+      "order_not_payable",
+    ]);
+  });
+
+  test("L4: a provider's full refund of another payment (the second of a double charge) leaves the order paid and opens refund_not_applicable; a generic refund still refunds", async () => {
+    const refunded = (message: PaymentMessage) =>
+      applyPaymentMessage(api.db, api.deps.topology, "refunded", message);
+    const order = await newOrder();
+    expect(
+      await succeeded(paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_paid" })),
+    ).toBe("paid");
+    expect(
+      await succeeded(paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_twice" })),
+    ).toBe("duplicate_payment");
+    const wrong = paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_twice" });
+    expect(await refunded(wrong)).toBe("refund_not_applicable");
+    expect(await status(order.order_id)).toBe("paid");
+    const right = paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_paid" });
+    expect(await refunded(right)).toBe("refunded");
+    expect(await status(order.order_id)).toBe("refunded");
+
+    const seed = await newOrder();
+    expect(await succeeded(paymentMessageFor(seed))).toBe("paid");
+    expect(await refunded(paymentMessageFor(seed, { provider: "generic" }))).toBe("refunded");
+  });
+});

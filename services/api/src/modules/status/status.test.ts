@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { RateLimiter } from "@commerce/shared/platform/rate-limit";
+import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
+
+let api: ApiHarness;
+let admin: string;
+beforeAll(async () => {
+  api = await startApi();
+  admin = await api.admin();
+});
+afterAll(() => api.close());
+
+const figures = [
+  "outbox_backlog",
+  "outbox_dead",
+  "payment_consumer_lag",
+  "open_reviews",
+  "failing_endpoints",
+];
+
+describe("GET /api/status (U3, N4)", () => {
+  test("U3: an admin reads the health line's figures, counted over every endpoint and review", async () => {
+    const [{ open }] = await api.sql<{ open: number }[]>`
+      select count(*)::int as open from api.payment_reviews where status = 'open'`;
+    const [{ failing }] = await api.sql<{ failing: number }[]>`
+      select count(*)::int as failing from api.webhook_endpoints
+      where status = 'disabled' and disabled_reason <> 'manual'`;
+    const res = await api.call("GET", "/api/status", { token: admin });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.json).sort()).toEqual([...figures].sort());
+    expect(res.json).toMatchObject({ open_reviews: open, failing_endpoints: failing });
+    expect(res.json.outbox_backlog).toBeGreaterThanOrEqual(0);
+    expect(res.json.outbox_dead).toBeGreaterThanOrEqual(0);
+    // In-process NATS is not started: the consumer's lag cannot be read, and says so.
+    expect(res.json.payment_consumer_lag).toBeNull();
+  });
+
+  test("N4: the figures are the gauges' 5-second readings, the same /metrics shows", async () => {
+    const before = (await api.call("GET", "/api/status", { token: admin })).json;
+    const [{ id }] = await api.sql<{ id: string }[]>`
+      insert into api.webhook_endpoints (url, events, status, disabled_reason, secret)
+      values ('https://status-test.example/hook', '{order.paid}', 'disabled', 'failing', 'whsec_x')
+      returning id`;
+    try {
+      const again = (await api.call("GET", "/api/status", { token: admin })).json;
+      expect(again.failing_endpoints).toBe(before.failing_endpoints);
+      const metrics = (await api.call("GET", "/metrics")).text;
+      expect(metrics).toContain(`webhook_endpoints_failing ${before.failing_endpoints}`);
+    } finally {
+      await api.sql`delete from api.webhook_endpoints where id = ${id}`;
+    }
+  });
+
+  test("U3: a customer token is 403, no token 401, both problem+json", async () => {
+    const customer = await api.customer();
+    const forbidden = await api.call("GET", "/api/status", { token: customer.token });
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.headers.get("content-type")).toBe(problemType);
+    const anonymous = await api.call("GET", "/api/status");
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("content-type")).toBe(problemType);
+    expect(anonymous.json).not.toHaveProperty("outbox_backlog");
+  });
+
+  test("U3: rate limited per token like the other operator routes", async () => {
+    const limited = await startApi({
+      replace: { rateLimiter: new RateLimiter({ ratePerSecond: 1, burst: 2 }) },
+    });
+    try {
+      const token = await limited.admin();
+      const statuses = [];
+      for (let i = 0; i < 3; i++)
+        statuses.push((await limited.call("GET", "/api/status", { token })).status);
+      expect(statuses).toEqual([200, 200, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -1,0 +1,163 @@
+import type { Sql } from "@commerce/shared/platform/database";
+import { NotFoundError } from "@commerce/shared/platform/errors";
+import { offsetOf, type PageRequest, pageOf } from "@commerce/shared/platform/http/paging";
+import { and, asc, count, desc, eq, sql } from "drizzle-orm";
+import type { Database, Executor } from "../../db";
+import {
+  type DeliveryStatus,
+  webhookAttempts,
+  webhookDeliveries,
+  webhookEndpoints,
+} from "../../db/schema";
+import { clientOf } from "../../lib/prepared";
+import type { Delivery, DeliveryWithAttempts } from "./model";
+
+/** An `orders.*` event as its outbox row carries it: the M3 name, message id and payload. */
+export type WebhookEvent = {
+  /** `orders.paid`, ... (M3), without any NATS prefix. */
+  type: string;
+  messageId: string;
+  orderId: number | null;
+  payload: unknown;
+};
+
+/**
+ * H2, H6: the deliveries of events, inserted from a query that yields `(event_type, message_id,
+ * order_id, payload)`: one row per event and enabled endpoint subscribed to it, and never a
+ * second one for the same endpoint and message. For a statement that writes its outbox rows in
+ * a CTE, so the deliveries come in the same round trip.
+ */
+export const deliveriesFrom = (sql: Sql, events: ReturnType<Sql>) => sql`
+  insert into api.webhook_deliveries (endpoint_id, event_type, message_id, order_id, payload)
+  select endpoint.id, event.event_type, event.message_id, event.order_id, event.payload
+  from (${events}) as event (event_type, message_id, order_id, payload)
+  join api.webhook_endpoints endpoint on endpoint.status = 'enabled'
+    and (event.event_type = any(endpoint.events) or '*' = any(endpoint.events))
+  order by event.order_id, event.message_id, endpoint.id
+  on conflict (endpoint_id, message_id) do nothing`;
+
+/**
+ * H2, H6: the deliveries of `events`, in the caller's transaction (the one that writes their
+ * outbox rows), as one `insert ... select`: nothing depends on NATS, nothing is lost if the
+ * process dies after the commit, and a rolled-back move delivers nothing.
+ */
+export async function enqueueDeliveries(tx: Executor, events: WebhookEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const sql = clientOf(tx);
+  await deliveriesFrom(
+    sql,
+    sql`select * from unnest(
+      ${events.map((e) => e.type)}::text[],
+      ${events.map((e) => e.messageId)}::text[],
+      ${events.map((e) => e.orderId)}::bigint[],
+      ${events.map((e) => JSON.stringify(e.payload))}::jsonb[])`,
+  );
+}
+
+type DeliveryRow = typeof webhookDeliveries.$inferSelect;
+
+const toDelivery = (row: DeliveryRow): Delivery => ({
+  id: row.id,
+  event_type: row.eventType,
+  message_id: row.messageId,
+  order_id: row.orderId,
+  status: row.status,
+  attempts: row.attempts,
+  next_attempt_at: row.status === "pending" ? row.nextAttemptAt.toISOString() : null,
+  last_status_code: row.lastStatusCode,
+  created_at: row.createdAt.toISOString(),
+});
+
+/** H4: one endpoint's deliveries, newest first, optionally of one status or one order. */
+export async function listDeliveries(
+  db: Database,
+  endpointId: number,
+  paging: PageRequest,
+  filter: { status?: DeliveryStatus; orderId?: number } = {},
+) {
+  await endpointExists(db, endpointId);
+  const where = and(
+    eq(webhookDeliveries.endpointId, endpointId),
+    filter.status ? eq(webhookDeliveries.status, filter.status) : undefined,
+    filter.orderId ? eq(webhookDeliveries.orderId, filter.orderId) : undefined,
+  );
+  const [rows, [{ total }]] = await Promise.all([
+    db
+      .select()
+      .from(webhookDeliveries)
+      .where(where)
+      .orderBy(desc(webhookDeliveries.id))
+      .limit(paging.perPage)
+      .offset(offsetOf(paging)),
+    db.select({ total: count() }).from(webhookDeliveries).where(where),
+  ]);
+  return pageOf(rows.map(toDelivery), total, paging);
+}
+
+/** H4: one delivery with every attempt, oldest first. */
+export async function getDelivery(
+  db: Database,
+  endpointId: number,
+  deliveryId: number,
+): Promise<DeliveryWithAttempts> {
+  const [row] = await db
+    .select()
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.endpointId, endpointId)));
+  if (!row)
+    throw new NotFoundError(`Delivery ${deliveryId} of endpoint ${endpointId} does not exist`);
+  const attempts = await db
+    .select()
+    .from(webhookAttempts)
+    .where(eq(webhookAttempts.deliveryId, deliveryId))
+    .orderBy(asc(webhookAttempts.id));
+  return {
+    ...toDelivery(row),
+    attempts_log: attempts.map((a) => ({
+      at: a.at.toISOString(),
+      status_code: a.statusCode,
+      duration_ms: a.durationMs,
+      error: a.error,
+      response_body: a.responseBody,
+    })),
+  };
+}
+
+/**
+ * H4: attempt a delivery again now, also a `failed` one (which then gets this one attempt; a
+ * failure leaves it `failed`). An attempt in flight keeps its lease; the retry follows it.
+ */
+export async function retryDelivery(db: Database, endpointId: number, deliveryId: number) {
+  const [row] = await db
+    .update(webhookDeliveries)
+    .set({ status: "pending", nextAttemptAt: sql`now()` })
+    .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.endpointId, endpointId)))
+    .returning();
+  if (!row)
+    throw new NotFoundError(`Delivery ${deliveryId} of endpoint ${endpointId} does not exist`);
+  return toDelivery(row);
+}
+
+/** H4: a `webhook.test` event for one endpoint, delivered like any other (its own message id). */
+export async function sendTestEvent(db: Database, endpointId: number) {
+  await endpointExists(db, endpointId);
+  const [row] = await db
+    .insert(webhookDeliveries)
+    .values({
+      endpointId,
+      eventType: "webhook.test",
+      messageId: `test-${crypto.randomUUID()}`,
+      orderId: null,
+      payload: { endpoint_id: endpointId },
+    })
+    .returning();
+  return toDelivery(row);
+}
+
+async function endpointExists(db: Database, endpointId: number) {
+  const [endpoint] = await db
+    .select({ id: webhookEndpoints.id })
+    .from(webhookEndpoints)
+    .where(eq(webhookEndpoints.id, endpointId));
+  if (!endpoint) throw new NotFoundError(`Webhook endpoint ${endpointId} does not exist`);
+}

@@ -1,0 +1,117 @@
+import { NotFoundError, ValidationError } from "@commerce/shared/platform/errors";
+import { offsetOf, type PageRequest, pageOf } from "@commerce/shared/platform/http/paging";
+import { count, desc, eq, sql } from "drizzle-orm";
+import type { Database } from "../../db";
+import { webhookEndpoints } from "../../db/schema";
+import { type AddressPolicy, urlRefusal } from "./address-guard";
+import type { EndpointChange, NewEndpoint, WebhookEndpoint } from "./model";
+import { newSecret } from "./signature";
+
+type EndpointRow = typeof webhookEndpoints.$inferSelect;
+
+/** The endpoint as admins see it: never its secret (H7). */
+const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+  id: row.id,
+  url: row.url,
+  events: row.events,
+  description: row.description,
+  status: row.status,
+  disabled_reason: row.disabledReason,
+  created_at: row.createdAt.toISOString(),
+});
+
+async function checkUrl(url: string, policy: AddressPolicy) {
+  const refusal = await urlRefusal(url, policy);
+  if (refusal)
+    throw new ValidationError("The request body is invalid", [{ path: "/url", message: refusal }]);
+}
+
+/** H1: a new endpoint, enabled, with a new secret: the only answer that shows it. */
+export async function createEndpoint(db: Database, body: NewEndpoint, policy: AddressPolicy) {
+  await checkUrl(body.url, policy);
+  const [row] = await db
+    .insert(webhookEndpoints)
+    .values({
+      url: body.url,
+      events: body.events,
+      description: body.description ?? null,
+      secret: newSecret(),
+    })
+    .returning();
+  return { ...toEndpoint(row), secret: row.secret };
+}
+
+export async function listEndpoints(db: Database, paging: PageRequest) {
+  const [rows, [{ total }]] = await Promise.all([
+    db
+      .select()
+      .from(webhookEndpoints)
+      .orderBy(desc(webhookEndpoints.id))
+      .limit(paging.perPage)
+      .offset(offsetOf(paging)),
+    db.select({ total: count() }).from(webhookEndpoints),
+  ]);
+  return pageOf(rows.map(toEndpoint), total, paging);
+}
+
+export async function getEndpoint(db: Database, id: number): Promise<WebhookEndpoint> {
+  const [row] = await db.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, id));
+  if (!row) throw new NotFoundError(`Webhook endpoint ${id} does not exist`);
+  return toEndpoint(row);
+}
+
+/**
+ * H1, H3: changes what was sent. Enabling clears the reason and the failing streak, so the
+ * endpoint's pending deliveries resume; disabling by hand records `manual`.
+ */
+export async function updateEndpoint(
+  db: Database,
+  id: number,
+  change: EndpointChange,
+  policy: AddressPolicy,
+): Promise<WebhookEndpoint> {
+  if (change.url !== undefined) await checkUrl(change.url, policy);
+  const status =
+    change.status === "enabled"
+      ? { status: "enabled" as const, disabledReason: null, failingSince: null }
+      : change.status === "disabled"
+        ? { status: "disabled" as const, disabledReason: "manual" as const }
+        : {};
+  const [row] = await db
+    .update(webhookEndpoints)
+    .set({
+      ...(change.url !== undefined ? { url: change.url } : {}),
+      ...(change.events !== undefined ? { events: change.events } : {}),
+      ...(change.description !== undefined ? { description: change.description } : {}),
+      ...status,
+      createdAt: sql`${webhookEndpoints.createdAt}`,
+    })
+    .where(eq(webhookEndpoints.id, id))
+    .returning();
+  if (!row) throw new NotFoundError(`Webhook endpoint ${id} does not exist`);
+  return toEndpoint(row);
+}
+
+/** H1: the endpoint and its delivery log go. */
+export async function deleteEndpoint(db: Database, id: number): Promise<void> {
+  const deleted = await db
+    .delete(webhookEndpoints)
+    .where(eq(webhookEndpoints.id, id))
+    .returning({ id: webhookEndpoints.id });
+  if (deleted.length === 0) throw new NotFoundError(`Webhook endpoint ${id} does not exist`);
+}
+
+/** H1: a new secret; the old one signs beside it for 24 hours, so receivers can switch. */
+export async function rotateSecret(db: Database, id: number): Promise<{ secret: string }> {
+  const [row] = await db
+    .update(webhookEndpoints)
+    .set({
+      previousSecret: sql`${webhookEndpoints.secret}`,
+      previousSecretUntil: sql`now() + interval '24 hours'`,
+      secret: newSecret(),
+    })
+    .where(eq(webhookEndpoints.id, id))
+    .returning({ secret: webhookEndpoints.secret });
+  if (!row) throw new NotFoundError(`Webhook endpoint ${id} does not exist`);
+  return { secret: row.secret };
+}

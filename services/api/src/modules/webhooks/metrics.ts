@@ -1,0 +1,82 @@
+import type { Sql } from "@commerce/shared/platform/database";
+import type { Metrics } from "@commerce/shared/platform/metrics";
+
+type Backlog = { endpoint_id: string; pending: number; oldest_seconds: number };
+
+/**
+ * H8: attempts by outcome and their duration, counted as they happen; pending deliveries and the
+ * age of the oldest per endpoint, read by one query every `refreshMs` and served from that copy,
+ * so a scrape never queries the database.
+ */
+export class WebhookMetrics {
+  private backlog: Backlog[] = [];
+  private timer?: Timer;
+  private readonly attempts;
+  private readonly duration;
+
+  constructor(
+    metrics: Metrics,
+    private readonly sql: Sql,
+    private readonly refreshMs = 10_000,
+  ) {
+    this.attempts = metrics.counter(
+      "webhook_attempts_total",
+      "Webhook delivery attempts by outcome: succeeded, retrying, failed (no attempt left), unrecorded",
+      ["outcome"],
+    );
+    this.duration = metrics.histogram(
+      "webhook_attempt_duration_seconds",
+      "Duration of webhook delivery attempts by outcome",
+      ["outcome"],
+    );
+    metrics.labelledGauge(
+      "webhook_deliveries_pending",
+      "Webhook deliveries not yet succeeded or failed, per endpoint",
+      ["endpoint_id"],
+      async () =>
+        this.backlog.map((b) => ({ labels: { endpoint_id: b.endpoint_id }, value: b.pending })),
+    );
+    metrics.labelledGauge(
+      "webhook_oldest_pending_seconds",
+      "Age of the oldest pending webhook delivery, per endpoint",
+      ["endpoint_id"],
+      async () =>
+        this.backlog.map((b) => ({
+          labels: { endpoint_id: b.endpoint_id },
+          value: b.oldest_seconds,
+        })),
+    );
+    // U3: endpoints the api disabled itself (H3: failing, or gone), counted as the health line shows them.
+    metrics.gauge(
+      "webhook_endpoints_failing",
+      "Webhook endpoints the api disabled because deliveries kept failing or the receiver is gone",
+      async () => {
+        const [row] = await this.sql<{ failing: number }[]>`
+          select count(*)::int as failing from api.webhook_endpoints
+          where status = 'disabled' and disabled_reason is distinct from 'manual'`;
+        return row.failing;
+      },
+    );
+  }
+
+  attempted(outcome: string, seconds: number) {
+    this.attempts.inc({ outcome });
+    this.duration.observe({ outcome }, seconds);
+  }
+
+  start() {
+    this.timer = setInterval(() => this.refresh().catch(() => {}), this.refreshMs);
+    this.refresh().catch(() => {});
+  }
+
+  stop() {
+    clearInterval(this.timer);
+  }
+
+  async refresh() {
+    this.backlog = await this.sql<Backlog[]>`
+      select endpoint_id::text, count(*)::int as pending,
+        extract(epoch from now() - min(created_at))::float8 as oldest_seconds
+      from api.webhook_deliveries where status = 'pending' group by endpoint_id`;
+  }
+}

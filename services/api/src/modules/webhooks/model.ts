@@ -1,0 +1,181 @@
+import { orderEventNames } from "@commerce/shared/contract/messages";
+import { page, pageQuery } from "@commerce/shared/platform/http/paging";
+import { named } from "@commerce/shared/platform/openapi";
+import { t } from "elysia";
+import { deliveryStatuses, disabledReasons, endpointStatuses } from "../../db/schema";
+import { choice, integer, text, urlInt } from "../../lib/fields";
+
+/** The names an endpoint may subscribe to: every M3 event, or `*` for all of them. */
+export const subscribableEvents = ["*", ...orderEventNames.map((name) => `orders.${name}`)];
+
+const url = t.String({
+  minLength: 1,
+  maxLength: 2000,
+  description: "Where deliveries are POSTed: https (http only where the api allows it)",
+});
+const events = t.Array(choice(subscribableEvents as [string, ...string[]]), {
+  minItems: 1,
+  maxItems: subscribableEvents.length,
+  uniqueItems: true,
+  description: 'Event names (`orders.paid`, ...) or `["*"]` for every order event',
+});
+const description = text(0, 500, "What the endpoint is for, for whoever reads the list");
+
+export const webhookEndpoint = t.Object(
+  {
+    id: integer(),
+    url: t.String(),
+    events: t.Array(t.String()),
+    description: t.Nullable(t.String()),
+    status: t.UnionEnum(endpointStatuses),
+    disabled_reason: t.Nullable(t.UnionEnum(disabledReasons)),
+    created_at: t.String({ format: "date-time" }),
+  },
+  {},
+);
+
+export const createdWebhookEndpoint = t.Composite([
+  webhookEndpoint,
+  t.Object({
+    secret: t.String({
+      description: "`whsec_` and base64: shown in this answer only; keep it to verify deliveries",
+    }),
+  }),
+]);
+
+export const newEndpoint = t.Object(
+  { url, events, description: t.Optional(description) },
+  { additionalProperties: false },
+);
+
+export const endpointChange = t.Object(
+  {
+    url: t.Optional(url),
+    events: t.Optional(events),
+    description: t.Optional(t.Nullable(description)),
+    status: t.Optional(
+      choice(endpointStatuses, {
+        description: "enabled resumes the endpoint's pending deliveries",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const rotatedSecret = t.Object({
+  secret: t.String({
+    description: "The new secret; the old one keeps signing beside it for 24 hours",
+  }),
+});
+
+export const delivery = t.Object(
+  {
+    id: integer(),
+    event_type: t.String({ description: "orders.paid, ..., or webhook.test" }),
+    message_id: t.String({ description: "The webhook-id header of every attempt" }),
+    order_id: t.Nullable(integer()),
+    status: t.UnionEnum(deliveryStatuses),
+    attempts: integer(),
+    next_attempt_at: t.Nullable(t.String({ format: "date-time" })),
+    last_status_code: t.Nullable(integer()),
+    created_at: t.String({ format: "date-time" }),
+  },
+  {},
+);
+
+export const attempt = t.Object({
+  at: t.String({ format: "date-time" }),
+  status_code: t.Nullable(integer()),
+  duration_ms: integer(),
+  error: t.Nullable(t.String({ description: "timeout, connection_refused, blocked_address, ..." })),
+  response_body: t.Nullable(t.String({ description: "The first KiB of the answer" })),
+});
+
+export const deliveryWithAttempts = t.Composite([
+  delivery,
+  t.Object({ attempts_log: t.Array(attempt) }),
+]);
+
+export const endpointPage = page(webhookEndpoint);
+export const deliveryPage = page(delivery);
+export const endpointQuery = t.Object(pageQuery, { additionalProperties: true });
+export const deliveryQuery = t.Object(
+  {
+    ...pageQuery,
+    status: t.Optional(choice(deliveryStatuses)),
+    order_id: t.Optional(urlInt("query", "order_id", 1, Number.MAX_SAFE_INTEGER)),
+  },
+  { additionalProperties: true },
+);
+
+const endpointExample = {
+  id: 3,
+  url: "https://warehouse.example.com/hooks/shop",
+  events: ["orders.paid", "orders.refunded"],
+  description: "warehouse",
+  status: "enabled",
+  disabled_reason: null,
+  created_at: "2026-11-23T14:02:11.482Z",
+};
+// A test event's: the orders.* message ids are spelled in one place only (orders/state/).
+const deliveryExample = {
+  id: 118,
+  event_type: "webhook.test",
+  message_id: "test-5f0c2a7e-9b1d-4e36-8c55-0f3d2b9a41c7",
+  order_id: null,
+  status: "pending",
+  attempts: 2,
+  next_attempt_at: "2026-11-23T14:37:16.000Z",
+  last_status_code: 503,
+  created_at: "2026-11-23T14:02:11.482Z",
+};
+
+// D5: the document's named components.
+named("WebhookEndpoint", webhookEndpoint, {
+  description: "Where order events are delivered, signed with the endpoint's secret",
+  examples: [endpointExample],
+});
+named("CreatedWebhookEndpoint", createdWebhookEndpoint, {
+  description: "A new endpoint with its secret, shown in this answer only",
+  examples: [{ ...endpointExample, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwQLmIBqk9XyU=" }],
+});
+named("NewWebhookEndpoint", newEndpoint);
+named("WebhookEndpointChange", endpointChange);
+named("WebhookSecret", rotatedSecret);
+named("WebhookEndpointPage", endpointPage, { description: "A page of webhook endpoints" });
+named("Delivery", delivery, {
+  description: "One order event for one endpoint, attempted until it succeeds or fails",
+  examples: [deliveryExample],
+});
+named("DeliveryAttempt", attempt);
+named("DeliveryWithAttempts", deliveryWithAttempts, {
+  description: "A delivery with every attempt, oldest first",
+  examples: [
+    {
+      ...deliveryExample,
+      attempts_log: [
+        {
+          at: "2026-11-23T14:02:11.501Z",
+          status_code: 503,
+          duration_ms: 41,
+          error: null,
+          response_body: "Service Unavailable",
+        },
+        {
+          at: "2026-11-23T14:02:16.530Z",
+          status_code: null,
+          duration_ms: 15000,
+          error: "timeout",
+          response_body: null,
+        },
+      ],
+    },
+  ],
+});
+named("DeliveryPage", deliveryPage, { description: "A page of an endpoint's deliveries" });
+
+export type WebhookEndpoint = typeof webhookEndpoint.static;
+export type NewEndpoint = typeof newEndpoint.static;
+export type EndpointChange = typeof endpointChange.static;
+export type Delivery = typeof delivery.static;
+export type DeliveryWithAttempts = typeof deliveryWithAttempts.static;

@@ -1,0 +1,3 @@
+ALTER TABLE "payments"."outbox" ADD COLUMN "attempts" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE "payments"."outbox" ADD COLUMN "last_error" text;--> statement-breakpoint
+ALTER TABLE "payments"."outbox" ADD COLUMN "dead_at" timestamp with time zone;

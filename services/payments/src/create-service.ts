@@ -1,0 +1,61 @@
+import { createTokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
+import { RateLimiter } from "@commerce/shared/platform/rate-limit";
+import { openServiceCore, type ServiceOptions } from "@commerce/shared/platform/service-core";
+import { createApp } from "./app";
+import type { PaymentsConfig } from "./config";
+import { migrations } from "./db";
+import type { PaymentsDeps } from "./deps";
+
+/**
+ * The payments service's composition root: the shared core (database, NATS, outbox relay) and
+ * the HTTP app. Nothing runs until `start`; `stop` undoes it in order
+ * (O7), so in-flight requests finish before NATS and the database close.
+ */
+export async function createService(
+  config: PaymentsConfig,
+  options: ServiceOptions<PaymentsDeps> = {},
+) {
+  const core = await openServiceCore("payments", config, options, {
+    migrations,
+    outboxSubjects: ({ payments }) => [
+      payments.orderPaid,
+      payments.orderRefunded,
+      payments.orderFailed,
+    ],
+  });
+  const deps: PaymentsDeps = {
+    sql: core.sql,
+    webhook: config.webhook,
+    providers: config.providers,
+    verifyToken: config.auth && createTokenVerifier(config.auth),
+    rateLimiter: new RateLimiter(config.rateLimit),
+    operatorLimiter: new RateLimiter(config.rateLimit),
+    trustProxy: config.trustProxy,
+    consoleOrigins: config.consoleOrigins,
+    topology: core.topology,
+    logger: core.logger,
+    metrics: core.metrics,
+    tracer: core.tracer,
+    readiness: core.readiness,
+    metricsToken: config.metricsToken,
+    outboxWritten: () => core.relay.kick(),
+    deadOutbox: (limit) => core.relay.deadList(limit),
+    ...options.replace,
+  };
+  if (!deps.verifyToken)
+    core.logger.warn(
+      "operator routes answer 503: set AUTH_PUBLIC_KEY, AUTH_JWKS_URL or AUTH_JWT_SECRET to let admin tokens in",
+    );
+  const app = createApp(deps);
+
+  return {
+    app,
+    deps,
+    relay: core.relay,
+    nats: core.nats,
+    start: () => core.start(app),
+    stop: () => core.stop(app),
+  };
+}
+
+export type PaymentsService = Awaited<ReturnType<typeof createService>>;

@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connectDatabase } from "@commerce/shared/platform/database";
+import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
+import { uniqueOrderId } from "@commerce/testing/payments-requests";
+import { GroupCommit } from "./group-commit";
+import type { StoreInput } from "./service";
+
+let payments: PaymentsHarness;
+beforeAll(async () => {
+  payments = await startPayments();
+});
+afterAll(() => payments.close());
+
+const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/** One notification paying `orderId`, as the intake hands it to the store. */
+const input = (id: string, orderId: number, rawBody = `{"id":"${id}"}`): StoreInput => ({
+  provider: "generic",
+  notification: {
+    id,
+    event: "payment.succeeded",
+    orderId,
+    paymentRef: id,
+    amount: 1999,
+    currency: "USD",
+    message: "payment.succeeded",
+  },
+  rawBody,
+  sourceIp: "192.0.2.7",
+  traceparent,
+  messageSubject: payments.topology.payments.orderPaid,
+});
+
+type Stored = { id: string; received_at: string; source_ip: string; traceparent: string | null };
+const storedRows = (ids: string[]) =>
+  payments.sql<Stored[]>`
+    select id, received_at::text, source_ip, traceparent from payments.notifications
+    where id = any(${ids}::text[]) order by id`;
+const outboxFor = (ids: string[]) =>
+  payments.sql<{ message_id: string; headers: unknown }[]>`
+    select message_id, headers from payments.outbox where message_id = any(${ids}::text[])
+    order by id`;
+
+/**
+ * A group committer with one statement at a time: the first request goes alone, at once, and
+ * everything asked for while it commits is the next group, one statement.
+ */
+function committer() {
+  let kicks = 0;
+  const group = new GroupCommit(payments.sql, { statements: 1, outboxWritten: () => kicks++ });
+  return { group, kicks: () => kicks };
+}
+
+describe("group commit of the intake", () => {
+  test("W5, W8: concurrent distinct and repeated notifications in one group: each new one stored once with its outbox row, every repeat answered duplicate, all after one commit", async () => {
+    const { group, kicks } = committer();
+    const orderId = uniqueOrderId();
+    const ids = Array.from({ length: 6 }, (_, i) => `grp_${orderId}_${i}`);
+    const already = `grp_${orderId}_stored_before`;
+    await group.store([input(already, orderId)]);
+    await Bun.sleep(1); // its statement's turn is over: the opener below goes alone
+
+    const first = group.store([input(`grp_${orderId}_opener`, orderId)]);
+    // All asked for while the opener commits: one group, with repeats of its own and of `already`.
+    const requests = [
+      ...ids.map((id) => [input(id, orderId)]),
+      [input(ids[0], orderId)],
+      [input(ids[1], orderId)],
+      [input(already, orderId)],
+      [input(ids[2], orderId), input(ids[2], orderId)],
+      ...Array.from({ length: 10 }, () => [input(ids[3], orderId)]),
+    ];
+    const results = await Promise.all([first, ...requests.map((r) => group.store(r))]);
+
+    expect(results[0]).toEqual({ duplicate: false, outboxWritten: true, stored: [true] });
+    const grouped = results.slice(1);
+    expect(grouped.slice(0, 6).map((r) => r.duplicate)).toEqual(Array(6).fill(false));
+    expect(grouped.slice(6, 9).map((r) => r.duplicate)).toEqual([true, true, true]);
+    expect(grouped[9]).toEqual({ duplicate: true, outboxWritten: false, stored: [false, false] });
+    expect(grouped.slice(10).every((r) => r.duplicate && !r.outboxWritten)).toBe(true);
+
+    const rows = await storedRows(ids);
+    expect(rows.map((row) => row.id)).toEqual([...ids].sort());
+    // One group, one transaction: one `now()` for all of it.
+    expect(new Set(rows.map((row) => row.received_at)).size).toBe(1);
+    expect(
+      rows.every((row) => row.source_ip === "192.0.2.7" && row.traceparent === traceparent),
+    ).toBe(true);
+    const outbox = await outboxFor([...ids, already]);
+    expect(outbox.map((row) => row.message_id).sort()).toEqual([...ids, already].sort());
+    expect(
+      outbox.every((row) => (row.headers as { traceparent: string }).traceparent === traceparent),
+    ).toBe(true);
+    // The opener's group, the group of six, and the first one alone wrote outbox rows.
+    expect(kicks()).toBe(3);
+  });
+
+  test("W5, W8, Y3: a group where one request fails: it fails alone, all of its batch unstored, and every other request of the group is stored once", async () => {
+    const { group } = committer();
+    const orderId = uniqueOrderId();
+    const good = Array.from({ length: 4 }, (_, i) => `grp_${orderId}_good_${i}`);
+    const batch = [`grp_${orderId}_batch_0`, `grp_${orderId}_batch_1`];
+    const opener = group.store([input(`grp_${orderId}_opener`, orderId)]);
+    // PostgreSQL refuses a NUL in text: this request's statement fails, whatever its neighbours.
+    const bad = group.store([
+      input(batch[0], orderId),
+      input(batch[1], orderId, '{"note":"\u0000"}'),
+    ]);
+    const others = good.map((id) => group.store([input(id, orderId)]));
+    const repeat = group.store([input(good[0], orderId)]);
+
+    await opener;
+    await expect(bad).rejects.toThrow();
+    const answered = await Promise.all(others);
+    expect(answered.every((r) => !r.duplicate && r.stored[0])).toBe(true);
+    expect(await repeat).toMatchObject({ duplicate: true });
+
+    expect((await storedRows(good)).map((row) => row.id)).toEqual([...good].sort());
+    expect(await storedRows(batch)).toHaveLength(0);
+    expect((await outboxFor(good)).map((row) => row.message_id).sort()).toEqual([...good].sort());
+    expect(await outboxFor(batch)).toHaveLength(0);
+  });
+
+  test("W6: the database down fails every request of the group, so each answers 503", async () => {
+    const dead = new GroupCommit(connectDatabase("postgres://root@127.0.0.1:1/none", { max: 1 }), {
+      statements: 1,
+    });
+    const orderId = uniqueOrderId();
+    const outcomes = await Promise.allSettled(
+      [0, 1, 2].map((i) => dead.store([input(`grp_${orderId}_down_${i}`, orderId)])),
+    );
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected", "rejected"]);
+  });
+});

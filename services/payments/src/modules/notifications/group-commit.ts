@@ -1,0 +1,201 @@
+import type { Sql } from "@commerce/shared/platform/database";
+import { messagePayload } from "../../lib/outbox-message";
+import type { StoreInput } from "./service";
+
+/** What one request's notifications came to (W5, W8, Y3). */
+export type StoreResult = {
+  /** None of the request's notifications was new. */
+  duplicate: boolean;
+  /** At least one of them wrote an outbox row. */
+  outboxWritten: boolean;
+  /** Per notification, in the request's order: whether it was stored now. */
+  stored: boolean[];
+};
+
+type Waiting = {
+  inputs: StoreInput[];
+  done: (result: StoreResult) => void;
+  fail: (error: unknown) => void;
+};
+
+export type GroupCommitOptions = {
+  /** Called once after a commit that wrote outbox rows, so the relay publishes now (W6). */
+  outboxWritten?: () => void;
+  /** Group statements running at once; what arrives meanwhile waits for the next group. */
+  statements?: number;
+  /** Notifications in one group statement at most. */
+  maxNotifications?: number;
+};
+
+/**
+ * The connection, not the statement, failed (or the server is going away): trying each request
+ * alone would only fail again, later. Such an error answers 503 for the whole group (W6).
+ */
+function connectionLost(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return (
+    typeof code === "string" &&
+    (code.startsWith("CONNECT") ||
+      code.startsWith("ECONN") ||
+      code.startsWith("08") ||
+      code.startsWith("57P") ||
+      code === "53300")
+  );
+}
+
+/**
+ * W5, W8, Y3, M5: group commit of the intake. A request's notifications join the group being
+ * gathered; the group is stored by one statement (one transaction): every notification in one
+ * multi-row insert and every outbox row in another, `on conflict do nothing returning` telling a
+ * new notification from a repeat. Requests that arrive while `statements` groups are committing
+ * wait for the next group, so in a burst the statements (and commits) per notification fall as
+ * the load rises, while at a trickle a request is its own group, at once. Each request is
+ * answered only after its group committed: never before its notification and outbox row are
+ * durable (W5).
+ *
+ * A repeat inside one group (the same id twice, from two requests or in one Adyen batch) is
+ * stored once: its first occurrence goes to the statement, the others are duplicates of it.
+ *
+ * If the group's statement fails for anything but a lost connection, each request is stored again
+ * alone (one statement each, so an Adyen batch is still all or none, Y3): a request that cannot be
+ * stored fails alone and the others of its group are answered as if they had come alone.
+ */
+export class GroupCommit {
+  private waiting: Waiting[] = [];
+  private running = 0;
+  private readonly statements: number;
+  private readonly maxNotifications: number;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly options: GroupCommitOptions = {},
+  ) {
+    this.statements = options.statements ?? 2;
+    this.maxNotifications = options.maxNotifications ?? 256;
+  }
+
+  /** Stores one request's notifications with its group; resolves after the commit. */
+  store(inputs: StoreInput[]): Promise<StoreResult> {
+    return new Promise((done, fail) => {
+      this.waiting.push({ inputs, done, fail });
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.running < this.statements && this.waiting.length) {
+      let count = 0;
+      let take = 0;
+      // At least one request, however large its batch; then as many as fit.
+      while (take < this.waiting.length) {
+        count += this.waiting[take].inputs.length;
+        if (take > 0 && count > this.maxNotifications) break;
+        take++;
+      }
+      const group = this.waiting.splice(0, take);
+      this.running++;
+      void this.commit(group).finally(() => {
+        this.running--;
+        this.flush();
+      });
+    }
+  }
+
+  private async commit(group: Waiting[]): Promise<void> {
+    let results: StoreResult[];
+    try {
+      results = await this.storeGroup(group);
+    } catch (error) {
+      if (group.length === 1 || connectionLost(error)) {
+        for (const request of group) request.fail(error);
+        return;
+      }
+      // One request of the group may be what failed it: each alone, so that one fails alone.
+      await Promise.all(
+        group.map(async (request) => {
+          try {
+            const [result] = await this.storeGroup([request]);
+            request.done(result);
+          } catch (alone) {
+            request.fail(alone);
+          }
+        }),
+      );
+      return;
+    }
+    group.forEach((request, i) => {
+      request.done(results[i]);
+    });
+  }
+
+  /** One statement for the group; the results per request, in the group's order. */
+  private async storeGroup(group: Waiting[]): Promise<StoreResult[]> {
+    const rows: StoreInput[] = [];
+    /** Per request, per notification: its row in the statement, or -1 for a repeat in the group. */
+    const positions: number[][] = [];
+    const seen = new Set<string>();
+    for (const { inputs } of group) {
+      positions.push(
+        inputs.map((input) => {
+          const id = input.notification.id;
+          if (seen.has(id)) return -1;
+          seen.add(id);
+          rows.push(input);
+          return rows.length - 1;
+        }),
+      );
+    }
+    const column = <T>(pick: (input: StoreInput) => T) => rows.map(pick);
+    const sql = this.sql;
+    const stored = await sql<{ id: string }[]>`
+      with input as (
+        select * from unnest(
+          ${column((i) => i.notification.id)}::text[],
+          ${column((i) => i.provider)}::text[],
+          ${column((i) => i.notification.event)}::text[],
+          ${column((i) => i.notification.orderId)}::bigint[],
+          ${column((i) => i.notification.paymentRef)}::text[],
+          ${column((i) => i.notification.amount)}::bigint[],
+          ${column((i) => i.notification.currency)}::text[],
+          ${column((i) => i.rawBody)}::text[],
+          ${column((i) => i.sourceIp)}::text[],
+          ${column((i) => i.traceparent)}::text[],
+          ${column((i) => i.messageSubject ?? null)}::text[]
+        ) with ordinality as i(id, provider, event, order_id, payment_ref, amount, currency,
+          raw_body, source_ip, traceparent, subject, n)
+      ), stored as (
+        insert into payments.notifications (id, provider, event, order_id, payment_ref, amount,
+          currency, raw_body, source_ip, traceparent)
+        select id, provider, event, order_id, payment_ref, amount, currency, raw_body, source_ip,
+          traceparent
+        from input order by n
+        on conflict (id) do nothing
+        returning id, provider, order_id, payment_ref, amount, currency, received_at, traceparent
+      ), queued as (
+        insert into payments.outbox (subject, message_id, payload, headers)
+        select subject, id, ${messagePayload(sql)},
+          case when traceparent is null then null
+            else jsonb_build_object('traceparent', traceparent) end
+        from (select s.*, i.subject, i.n from stored s join input i using (id)) as r
+        where subject is not null
+        order by n
+      )
+      select id from stored`;
+    const isNew = new Set(stored.map((row) => row.id));
+    let outboxWritten = false;
+    const results = group.map(({ inputs }, r) => {
+      const each = inputs.map((input, k) => {
+        const fresh = positions[r][k] >= 0 && isNew.has(input.notification.id);
+        if (fresh && input.messageSubject !== undefined) outboxWritten = true;
+        return fresh;
+      });
+      return {
+        duplicate: !each.some(Boolean),
+        outboxWritten: each.some((fresh, k) => fresh && inputs[k].messageSubject !== undefined),
+        stored: each,
+      };
+    });
+    if (outboxWritten) this.options.outboxWritten?.();
+    return results;
+  }
+}

@@ -1,0 +1,198 @@
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import type { PaymentEvent } from "@commerce/shared/contract/messages";
+import { ConfigError, Var } from "@commerce/shared/platform/env";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import {
+  CredentialsRejectedError,
+  InvalidNotificationError,
+  orderIdOf,
+  parseJsonObject,
+  SignatureRejectedError,
+  schemaErrors,
+} from "../../notifications/service";
+import type { ParsedNotification, PaymentProvider, ProviderPlugin } from "../provider";
+import { providerBodyLimit } from "../stripe";
+import {
+  type AdyenBatch,
+  adyenAccepted,
+  adyenBatch,
+  adyenSecurity,
+  type NotificationRequestItem,
+} from "./model";
+
+export type AdyenSettings = {
+  hmacKeys: Buffer[];
+  basic: { username: string; password: string } | undefined;
+};
+
+const batchSchema = TypeCompiler.Compile(adyenBatch);
+
+/** Y2: the items that move money: event code and success, and the message each makes. */
+const moneyEvents: Record<string, PaymentEvent> = {
+  "AUTHORISATION:true": "payment.succeeded",
+  "AUTHORISATION:false": "payment.failed",
+  "REFUND:true": "payment.refunded",
+};
+
+type LooseItem = Record<string, unknown> & { amount?: Record<string, unknown> };
+
+const textOf = (value: unknown) =>
+  value === undefined || value === null ? "" : typeof value === "string" ? value : String(value);
+
+/** Y1: the signed text, as Adyen's HmacValidator builds it (empty text for an absent field). */
+export const signedTextOf = (item: LooseItem) =>
+  [
+    item.pspReference,
+    item.originalReference,
+    item.merchantAccountCode,
+    item.merchantReference,
+    item.amount?.value,
+    item.amount?.currency,
+    item.eventCode,
+    item.success,
+  ]
+    .map(textOf)
+    .join(":");
+
+function itemsOf(rawBody: Uint8Array): LooseItem[] {
+  const { value } = parseJsonObject(rawBody);
+  const items = (value as { notificationItems?: unknown }).notificationItems;
+  if (!Array.isArray(items) || items.length === 0)
+    throw new InvalidNotificationError("invalid_schema", "The request body is invalid", [
+      { path: "/notificationItems", message: "notificationItems must be a list of 1 to 100 items" },
+    ]);
+  return items.map((entry) => {
+    const item = (entry as { NotificationRequestItem?: unknown } | null)?.NotificationRequestItem;
+    return typeof item === "object" && item !== null ? (item as LooseItem) : {};
+  });
+}
+
+/** Y1: one item's `additionalData.hmacSignature` under any configured key, in constant time. */
+function itemVerifies(item: LooseItem, keys: Buffer[]): "ok" | "missing" | "mismatch" {
+  const additional = item.additionalData as Record<string, unknown> | undefined;
+  const signature = additional?.hmacSignature;
+  if (typeof signature !== "string" || signature === "") return "missing";
+  const received = Buffer.from(signature, "base64");
+  const text = signedTextOf(item);
+  let matched = false;
+  for (const key of keys) {
+    const expected = createHmac("sha256", key).update(text, "utf8").digest();
+    matched =
+      (received.length === expected.length && timingSafeEqual(expected, received)) || matched;
+  }
+  return matched ? "ok" : "mismatch";
+}
+
+/** Equal-length digests, so comparing them takes the same time whatever the credentials. */
+const sameSecret = (a: string, b: string) =>
+  timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
+
+function basicCredentialsMatch(header: string | null, expected: AdyenSettings["basic"] & {}) {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? "");
+  if (!match) return false;
+  const decoded = Buffer.from(match[1], "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  if (colon < 0) return false;
+  const userOk = sameSecret(decoded.slice(0, colon), expected.username);
+  const passOk = sameSecret(decoded.slice(colon + 1), expected.password);
+  return userOk && passOk;
+}
+
+function asParsed(item: NotificationRequestItem): ParsedNotification {
+  const { eventCode, pspReference, success, originalReference, merchantReference, amount } = item;
+  return {
+    id: `adyen:${eventCode}:${pspReference}:${success}`,
+    event: eventCode,
+    orderId: orderIdOf(merchantReference ?? null),
+    paymentRef: originalReference || pspReference,
+    amount: amount.value,
+    currency: amount.currency.toUpperCase(),
+    message: moneyEvents[`${eventCode}:${success}`],
+  };
+}
+
+/** The variables this provider reads, part of the payments service's schema. */
+const adyenVariables = {
+  ADYEN_HMAC_KEYS: Var.optional(
+    Var.list(Var.text({ pattern: "^(?:[0-9a-fA-F]{2}){16,}$" }), {
+      secret: true,
+      expected:
+        "comma-separated hexadecimal HMAC keys from Adyen's Customer Area (at least 32 hex digits each)",
+      description: "Y1: Adyen's HMAC keys, any one may match; unset, Adyen's route is 404",
+    }),
+  ),
+  ADYEN_WEBHOOK_USERNAME: Var.optional(
+    Var.text({ description: "Y1: Basic user Adyen sends; set with ADYEN_WEBHOOK_PASSWORD" }),
+  ),
+  ADYEN_WEBHOOK_PASSWORD: Var.optional(
+    Var.text({ secret: true, description: "Y1: Basic password Adyen sends" }),
+  ),
+};
+
+/** Section 15, Y1–Y3: Adyen's standard webhooks (JSON), batches of HMAC-signed items. */
+export const adyen: ProviderPlugin<AdyenSettings, typeof adyenVariables> = {
+  name: "adyen",
+  variables: adyenVariables,
+  settingsFrom(vars) {
+    const keys = vars.ADYEN_HMAC_KEYS;
+    const username = vars.ADYEN_WEBHOOK_USERNAME;
+    const password = vars.ADYEN_WEBHOOK_PASSWORD;
+    if (keys === undefined) {
+      if (username !== undefined || password !== undefined)
+        throw new ConfigError(
+          "ADYEN_HMAC_KEYS is required when ADYEN_WEBHOOK_USERNAME or ADYEN_WEBHOOK_PASSWORD is set",
+        );
+      return undefined;
+    }
+    if ((username === undefined) !== (password === undefined))
+      throw new ConfigError(
+        `${username === undefined ? "ADYEN_WEBHOOK_USERNAME" : "ADYEN_WEBHOOK_PASSWORD"} must be set with the other one`,
+      );
+    return {
+      hmacKeys: keys.map((key) => Buffer.from(key, "hex")),
+      basic: username && password ? { username, password } : undefined,
+    };
+  },
+  create: ({ hmacKeys, basic }): PaymentProvider => ({
+    name: "adyen",
+    path: "/adyen",
+    bodyLimit: providerBodyLimit,
+    authenticate({ headers, rawBody }) {
+      if (basic && !basicCredentialsMatch(headers.get("authorization"), basic))
+        throw new CredentialsRejectedError("adyen");
+      // Y1: one forged item turns the whole batch away; the items are read for their HMAC only.
+      for (const item of itemsOf(rawBody)) {
+        const verdict = itemVerifies(item, hmacKeys);
+        if (verdict !== "ok") throw new SignatureRejectedError(verdict, "item's hmacSignature");
+      }
+    },
+    parse(rawBody) {
+      const { text, value } = parseJsonObject(rawBody);
+      const errors = schemaErrors(batchSchema, value);
+      if (errors.length)
+        throw new InvalidNotificationError("invalid_schema", "The request body is invalid", errors);
+      const batch = value as AdyenBatch;
+      return {
+        text,
+        notifications: batch.notificationItems.map((entry) =>
+          asParsed(entry.NotificationRequestItem),
+        ),
+      };
+    },
+    answer: () => ({ body: "[accepted]", contentType: "text/plain; charset=utf-8" }),
+    document: {
+      operationId: "receiveAdyenNotifications",
+      summary: "Receive an Adyen standard webhook (a batch of notification items)",
+      description:
+        "Adyen's JSON standard webhook as Adyen sends it. HTTP Basic credentials when " +
+        "configured, then every item's additionalData.hmacSignature under ADYEN_HMAC_KEYS " +
+        "(401 and nothing stored unless all verify). AUTHORISATION (success true / false) and " +
+        "REFUND (true) move money; every other item is stored. The order is merchantReference. " +
+        "The batch is stored in one transaction; the answer is [accepted]. 404 when " +
+        "ADYEN_HMAC_KEYS is not set.",
+      security: adyenSecurity,
+      requestSchema: adyenBatch,
+      answerSchema: adyenAccepted,
+    },
+  }),
+};

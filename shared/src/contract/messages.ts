@@ -1,0 +1,123 @@
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+
+/**
+ * What the two services agree on over NATS JetStream (docs/behaviour.md, "Messages"): streams,
+ * subjects, consumer name, payloads and message ids. A prefix gives tests their own streams.
+ */
+export function messageTopology(prefix = "") {
+  const p = prefix ? `${prefix.toLowerCase()}.` : "";
+  const P = prefix ? `${prefix.toUpperCase()}_` : "";
+  return {
+    payments: {
+      stream: `${P}PAYMENTS`,
+      subjects: [`${p}payments.>`],
+      /** Every payment event the api applies. */
+      order: `${p}payments.order.>`,
+      orderPaid: `${p}payments.order.paid`,
+      orderRefunded: `${p}payments.order.refunded`,
+      orderFailed: `${p}payments.order.failed`,
+    },
+    orders: {
+      stream: `${P}ORDERS`,
+      subjects: [`${p}orders.>`],
+      /** `orders.created`, `orders.paid`, ...: one subject per order event. */
+      event: (event: OrderEventName) => `${p}orders.${event}`,
+    },
+    paymentEventsConsumer: `${P}api-payment-events`.replaceAll("_", "-"),
+  };
+}
+
+export type MessageTopology = ReturnType<typeof messageTopology>;
+
+const id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+const amount = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+const currency = Type.String({ pattern: "^[A-Z]{3}$" });
+const timestamp = Type.String({ minLength: 1, description: "ISO 8601, UTC" });
+
+/** The notification events payments turns into messages, and the subject each goes to (M1). */
+export const paymentEvents = {
+  "payment.succeeded": "orderPaid",
+  "payment.refunded": "orderRefunded",
+  "payment.failed": "orderFailed",
+} as const;
+export type PaymentEvent = keyof typeof paymentEvents;
+
+/** G1: the providers whose notifications payments accepts. */
+export const paymentProviders = ["generic", "stripe", "adyen"] as const;
+export type PaymentProviderName = (typeof paymentProviders)[number];
+
+/**
+ * M1: `payments.order.paid`, `.refunded` and `.failed`, one per accepted notification of those
+ * events. The subject says which; the payload is the same for all three. `provider` and
+ * `payment_ref` are optional only for messages published before M1 named them: a consumer reads
+ * their absence as `generic` and the notification id.
+ */
+export const paymentMessage = Type.Object({
+  notification_id: Type.String({ minLength: 1, maxLength: 255 }),
+  order_id: id,
+  amount,
+  currency,
+  received_at: timestamp,
+  provider: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+  /** The provider's id of the payment: two notifications about one payment share it (L4). */
+  payment_ref: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+});
+export type PaymentMessage = Static<typeof paymentMessage>;
+
+export const orderEventNames = [
+  "created",
+  "paid",
+  "cancelled",
+  "refunded",
+  "payment_failed",
+] as const;
+export type OrderEventName = (typeof orderEventNames)[number];
+
+/** Who or what caused an order event (T1's `source`). */
+export const eventSources = ["api", "webhook", "manual", "expiry", "review"] as const;
+export type EventSource = (typeof eventSources)[number];
+
+const literals = <T extends string>(values: readonly T[]) =>
+  Type.Union(values.map((value) => Type.Literal(value)));
+
+/**
+ * M3: `orders.<event>`, written by the api in the transaction of the move it announces (R5).
+ * `orders.paid` also carries `paid_at`.
+ */
+export const orderEvent = Type.Object({
+  order_id: id,
+  status: literals(["created", "paid", "cancelled", "refunded"]),
+  amount,
+  currency,
+  at: timestamp,
+  source: literals(eventSources),
+  reason: Type.Optional(Type.String()),
+  notification_id: Type.Optional(Type.String()),
+  paid_at: Type.Optional(timestamp),
+});
+export type OrderEvent = Static<typeof orderEvent>;
+
+/** A compiled check of one message schema: the payload typed, or undefined (a poison message). */
+function messageParser<T extends TSchema>(schema: T) {
+  const check = TypeCompiler.Compile(schema);
+  return (data: unknown): Static<T> | undefined => (check.Check(data) ? data : undefined);
+}
+
+export const parsePaymentMessage = messageParser(paymentMessage);
+export const parseOrderEvent = messageParser(orderEvent);
+
+/**
+ * The stream each service declares and keeps up to date (N1): the payments service `PAYMENTS`,
+ * the api `ORDERS`. Neither may change the other's; the api waits for `PAYMENTS` to exist.
+ */
+export const ownStreamOf = (topology: MessageTopology, service: "api" | "payments") =>
+  service === "payments"
+    ? { name: topology.payments.stream, subjects: topology.payments.subjects }
+    : { name: topology.orders.stream, subjects: topology.orders.subjects };
+
+/** Both streams, for tests and tools that set up or remove a whole topology. */
+export const streamsOf = (topology: MessageTopology) => [
+  { name: topology.payments.stream, subjects: topology.payments.subjects },
+  { name: topology.orders.stream, subjects: topology.orders.subjects },
+];

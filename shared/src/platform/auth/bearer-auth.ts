@@ -1,0 +1,118 @@
+import { Elysia } from "elysia";
+import { ForbiddenError, HttpError, UnauthorizedError } from "../errors";
+import { InvalidTokenError, type Principal, type TokenVerifier } from "./token-verifier";
+
+/** The `WWW-Authenticate` value of a 401 (RFC 6750). */
+export const bearerChallenge = (realm: string, error?: string) =>
+  error ? `Bearer realm="${realm}", error="${error}"` : `Bearer realm="${realm}"`;
+
+/** The bearer credential, for the OpenAPI document; an `admin` role means the admin scope. */
+export const bearerSecurity = {
+  name: "bearerAuth",
+  scheme: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "A JWT signed by the key of AUTH_PUBLIC_KEY or AUTH_JWKS_URL (ES256/RS256), or locally with AUTH_JWT_SECRET (HS256); see the API description.",
+  },
+  who: (roles: string[]) =>
+    roles.includes("admin")
+      ? "Admin only: a bearer token whose `scope` claim includes `admin`; other tokens get 403."
+      : "Any customer bearer token (an admin token too).",
+};
+
+/** Routes that need a token on a service given no AUTH_* setting: no token can be checked. */
+export class AuthNotConfiguredError extends HttpError {
+  constructor() {
+    super(
+      503,
+      "Service Unavailable",
+      "This route needs a bearer token, and the service has no AUTH_PUBLIC_KEY, AUTH_JWKS_URL or AUTH_JWT_SECRET to check one",
+    );
+  }
+}
+
+export type BearerAuthOptions = {
+  /** The realm of the challenge: the service's name. */
+  realm: string;
+  /** The paths that need a token; checked when the request arrives, before its body is read. */
+  protects: (pathname: string) => boolean;
+  /** Runs for each verified caller, e.g. the api's per-customer request budget. */
+  onVerified?: (principal: Principal) => void;
+  /** Headers for every protected response, before and after the caller is known (RateLimit). */
+  responseHeaders?: (principal?: Principal) => Record<string, string>;
+  /**
+   * N11: runs for every protected request before its token is looked at, with the socket's
+   * address; throwing (429) ends the request there. The payments operator routes' budget.
+   */
+  onArrival?: (
+    request: Request,
+    socketIp: string | undefined,
+    headers: Record<string, string | number>,
+  ) => void;
+  /**
+   * N11: runs for a request without a valid token before its 401, with the socket's address;
+   * throwing (429) answers instead. The api's per-address budget of failed attempts.
+   */
+  onRejected?: (request: Request, socketIp: string | undefined) => void;
+};
+
+const bearerHeader = /^Bearer ([A-Za-z0-9._~+/=-]+)$/i;
+
+// One map for every copy of the plugin: the copy that verifies a request may not be the copy
+// whose macro resolves it (each controller `use`s the plugin for its macro).
+const principals = new WeakMap<Request, Principal>();
+
+/**
+ * Bearer auth (A1-A5, V3). The token is checked when the request arrives, before its body is
+ * read, so an anonymous caller learns nothing about the schemas; 401 carries a `WWW-Authenticate:
+ * Bearer` challenge. A route asks for `auth: "customer"` (any valid token) or `auth: "admin"`
+ * (403 without the admin scope) and gets `principal`. Without a verifier (no AUTH_* setting) the
+ * protected paths answer 503.
+ */
+export function bearerAuth(verify: TokenVerifier | undefined, options: BearerAuthOptions) {
+  const { realm, protects, onVerified, responseHeaders, onArrival, onRejected } = options;
+  return new Elysia({ name: "bearer-auth", seed: realm })
+    .onRequest(async ({ request, set, server }) => {
+      if (!protects(new URL(request.url).pathname)) return;
+      if (responseHeaders) Object.assign(set.headers, responseHeaders());
+      const socketIp = () => server?.requestIP(request)?.address;
+      onArrival?.(request, socketIp(), set.headers as Record<string, string | number>);
+      if (!verify) throw new AuthNotConfiguredError();
+      const match = request.headers.get("authorization")?.match(bearerHeader);
+      if (!match) {
+        onRejected?.(request, socketIp());
+        throw new UnauthorizedError("An Authorization: Bearer token is required", {
+          "www-authenticate": bearerChallenge(realm),
+        });
+      }
+      let principal: Principal;
+      try {
+        principal = await verify(match[1]);
+      } catch (error) {
+        if (!(error instanceof InvalidTokenError)) throw error;
+        onRejected?.(request, socketIp());
+        throw new UnauthorizedError(error.message, {
+          "www-authenticate": bearerChallenge(realm, "invalid_token"),
+        });
+      }
+      try {
+        onVerified?.(principal);
+      } finally {
+        if (responseHeaders) Object.assign(set.headers, responseHeaders(principal));
+      }
+      principals.set(request, principal);
+    })
+    .macro({
+      auth: (role: "customer" | "admin") => ({
+        detail: { security: [{ bearerAuth: role === "admin" ? ["admin"] : [] }] },
+        resolve({ request }) {
+          const principal = principals.get(request);
+          if (!principal) throw new UnauthorizedError();
+          if (role === "admin" && !principal.admin) throw new ForbiddenError();
+          return { principal };
+        },
+      }),
+    });
+}

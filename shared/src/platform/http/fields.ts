@@ -1,0 +1,102 @@
+import { FormatRegistry, Type } from "@sinclair/typebox";
+import { ValidationError as ElysiaValidationError, t } from "elysia";
+
+/** A plain JSON integer, for response schemas: no string twin in the OpenAPI document. */
+export const integer = (options: Parameters<typeof Type.Integer>[0] = {}) => Type.Integer(options);
+
+FormatRegistry.Set("decimal-integer", (value) => /^(0|[1-9][0-9]{0,15})$/.test(value));
+
+/**
+ * An integer read from the path or query string, written in decimal digits only, with a message
+ * that names the field. Elysia's `t.Integer` takes any text `Number()` reads as an integer, so
+ * `/api/orders/0x10`, `1e1`, `1.0`, `+16`, `016` and ` 16` all named order 16.
+ */
+export const urlInt = (
+  where: "path" | "query",
+  name: string,
+  min: number,
+  max: number,
+  extra = {},
+) => {
+  const options = {
+    ...extra,
+    error: {
+      path: `/${name}`,
+      message: `${name} (${where}) must be an integer from ${min} to ${max}`,
+    },
+  };
+  const range = Type.Integer({ minimum: min, maximum: max, ...options });
+  return t
+    .Transform(t.Union([t.String({ format: "decimal-integer" }), range], options))
+    .Decode((value) => {
+      const number = Number(value);
+      if (number < min || number > max) throw new ElysiaValidationError("property", range, number);
+      return number;
+    })
+    .Encode((value) => value);
+};
+
+declare module "elysia/type-system/types" {
+  interface ElysiaTypeCustomErrors {
+    field: { path: string; message: string };
+  }
+}
+
+/**
+ * N9: characters no text of either service carries: NUL and the other C0 controls, DEL, the C1
+ * controls. Body text that may span lines (a review's note) keeps tab, line feed and carriage
+ * return; path, query and one-line fields keep none.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what text may not hold
+const controls = /[\u0000-\u001f\u007f-\u009f]/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what text may not hold
+const controlsButLineBreaks = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
+
+/** N9: well-formed Unicode (no lone surrogate) without control characters. */
+export const isCleanText = (value: string, { multiline = false } = {}) =>
+  value.isWellFormed() && !(multiline ? controlsButLineBreaks : controls).test(value);
+
+/** One code point of clean text, as a regular expression (no `u` flag: TypeBox compiles without it). */
+const codePoint = (multiline: boolean) =>
+  `(?:[^${multiline ? "\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f" : "\\u0000-\\u001f"}\\u007f-\\u009f\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])`;
+
+/**
+ * Text PostgreSQL stores as sent (N9): no NUL (the insert would fail with a 500), no lone
+ * surrogate (it would be stored, and answered, as U+FFFD), no control characters. Its length is
+ * counted in characters (code points), as JSON Schema counts `minLength` and `maxLength`, not in
+ * UTF-16 units: a 200-character name of emoji fits. TypeBox's own `maxLength` counts UTF-16
+ * units, so the bounds are the pattern's; `codePoints` carries them into the OpenAPI document.
+ */
+export const text = (
+  min: number,
+  max: number,
+  description?: string,
+  { multiline = false, name }: { multiline?: boolean; name?: string } = {},
+) =>
+  t.String({
+    pattern: `^${codePoint(multiline)}{${min},${max}}$`,
+    codePoints: { min, max },
+    ...(description ? { description } : {}),
+    ...(name
+      ? {
+          error: {
+            path: `/${name}`,
+            message: `${name} must be ${min} to ${max} characters of text without control characters`,
+          },
+        }
+      : {}),
+  });
+
+/**
+ * One of `values`, with no default (N8): Elysia's `t.UnionEnum` defaults to its first value, and
+ * Elysia fills a missing field with its default before validating, so a resolve body without
+ * `action` was read as `apply`. A required field is never defaulted; an absent one is 400.
+ */
+export const choice = <const T extends readonly [string, ...string[]]>(
+  values: T,
+  options: Parameters<typeof t.UnionEnum>[1] = {},
+) => {
+  const schema = t.UnionEnum(values, options);
+  delete (schema as { default?: unknown }).default;
+  return schema;
+};

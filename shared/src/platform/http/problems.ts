@@ -1,0 +1,97 @@
+import { Elysia, type ValidationError as ElysiaValidationError } from "elysia";
+import {
+  ClientClosedError,
+  type FieldError,
+  HttpError,
+  NotFoundError,
+  problemResponse,
+  UnavailableError,
+  ValidationError,
+} from "../errors";
+import { describeError, type Logger } from "../logger";
+import { requestLogFields, responseHeadersOf } from "./request-log";
+
+const isDatabaseDown = (error: unknown): boolean => {
+  // drizzle wraps the driver's error as its cause.
+  const cause = (error as { cause?: unknown })?.cause;
+  if (cause && cause !== error && isDatabaseDown(cause)) return true;
+  const code = (error as { code?: unknown })?.code;
+  return (
+    typeof code === "string" &&
+    (code.startsWith("CONNECT") ||
+      code === "ECONNREFUSED" ||
+      code === "ECONNRESET" ||
+      code === "57P01" ||
+      code === "57P03" ||
+      code.startsWith("08"))
+  );
+};
+
+const isFieldError = (value: unknown): value is FieldError =>
+  typeof value === "object" && value !== null && "path" in value && "message" in value;
+
+/** One entry per offending field: a schema's own message first, else TypeBox's summary. */
+function validationProblem(error: ElysiaValidationError): ValidationError {
+  const where =
+    { body: "body", query: "query string", params: "path", headers: "headers" }[error.type] ??
+    "input";
+  const errors: FieldError[] = isFieldError(error.customError) ? [error.customError] : [];
+  for (const e of error.all) {
+    const path = "path" in e ? e.path : "";
+    if (errors.some((known) => known.path === path)) continue;
+    errors.push({ path, message: ("summary" in e && e.summary) || e.message });
+    if (errors.length >= 20) break;
+  }
+  return new ValidationError(`The request ${where} is invalid`, errors);
+}
+
+/** Every error, thrown or Elysia's own, answered as problem+json (E1-E3). */
+export function problemErrors({ logger }: { logger: Logger }) {
+  return new Elysia({ name: "problem-errors" }).onError(
+    { as: "global" },
+    ({ code, error, request, set }) => {
+      let problem: HttpError;
+      // A parser's own error (413, 415, 400) arrives wrapped in Elysia's ParseError.
+      const cause = code === "PARSE" ? (error as Error).cause : undefined;
+      if (error instanceof HttpError) problem = error;
+      else if (cause instanceof HttpError) problem = cause;
+      else if (code === "VALIDATION") problem = validationProblem(error as ElysiaValidationError);
+      else if (code === "PARSE")
+        problem = new ValidationError("The request body is not valid JSON");
+      else if (code === "NOT_FOUND") problem = new NotFoundError("No such route");
+      else if (isDatabaseDown(error)) {
+        logger.error("dependency unavailable", {
+          ...requestLogFields(request),
+          ...describeError(error),
+        });
+        problem = new UnavailableError();
+      } else {
+        logger.error("unexpected error", {
+          ...requestLogFields(request),
+          ...describeError(error),
+        });
+        problem = new HttpError(500, "Internal Server Error", "An unexpected error occurred");
+      }
+      if (problem instanceof ClientClosedError)
+        logger.info("client_closed", {
+          ...requestLogFields(request),
+          method: request.method,
+          path: new URL(request.url).pathname,
+        });
+      set.status = problem.status;
+      const kept = responseHeadersOf(request);
+      // Headers a plugin set for every response (the rate limit's, CORS) survive the error answer too.
+      for (const name of [
+        "ratelimit-policy",
+        "ratelimit",
+        "access-control-allow-origin",
+        "access-control-expose-headers",
+        "vary",
+      ]) {
+        const value = set.headers[name];
+        if (typeof value === "string") kept[name] = value;
+      }
+      return problemResponse(problem, kept);
+    },
+  );
+}

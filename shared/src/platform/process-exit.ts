@@ -1,0 +1,71 @@
+import { ConfigError } from "./env";
+import { logsWritten } from "./log-output";
+import { describeError, type Logger } from "./logger";
+
+/** Reads the configuration or stops the process with one line naming the bad variable. */
+export function configOrExit<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`configuration error: ${error.message}\n`);
+    process.exit(1);
+  }
+}
+
+/** Runs shutdown steps in order; a step that fails is logged and the next one still runs. */
+export async function runSteps(
+  logger: Logger,
+  steps: Array<[string, () => Promise<unknown> | unknown]>,
+): Promise<void> {
+  for (const [name, step] of steps) {
+    try {
+      await step();
+    } catch (error) {
+      logger.warn(`shutdown step failed: ${name}`, describeError(error));
+    }
+  }
+}
+
+/**
+ * Graceful shutdown (O7): on SIGTERM or SIGINT run `stop` (stop accepting, finish in-flight
+ * work, drain NATS, close the database) and exit 0; exit 1 if it takes over 10 s.
+ */
+export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("shutting down", { signal });
+    const started = performance.now();
+    const deadline = setTimeout(() => {
+      logger.error("shutdown took longer than 10 s; exiting");
+      process.exit(1);
+    }, 9_500);
+    await stop();
+    clearTimeout(deadline);
+    logger.info("stopped");
+    // The last lines to a slow stdout: up to 1 s, and never past the 10 s.
+    await logsWritten(Math.max(0, Math.min(1000, 9_800 - (performance.now() - started))));
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/**
+ * `<binary> --healthcheck`: asks the running service's own `/ready` and exits 0 or 1, so a
+ * container without curl can be health-checked. Reads only PORT.
+ */
+export async function healthcheckIfAsked(defaultPort: number): Promise<void> {
+  if (!process.argv.includes("--healthcheck")) return;
+  const port = process.env.PORT || String(defaultPort);
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}/ready`, {
+      signal: AbortSignal.timeout(3000),
+    });
+    process.exit(response.ok ? 0 : 1);
+  } catch {
+    process.exit(1);
+  }
+}

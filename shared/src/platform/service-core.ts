@@ -1,0 +1,138 @@
+import type { MigrationMeta } from "drizzle-orm/migrator";
+import type { JetStreamManager } from "nats";
+import { type MessageTopology, messageTopology, ownStreamOf } from "../contract/messages";
+import { OutboxRelay } from "../contract/outbox";
+import type { CommonConfig } from "./config";
+import { connectDatabase, migrateSchema } from "./database";
+import { logOutput } from "./log-output";
+import { createLogger, describeError, type LogSink } from "./logger";
+import { Metrics } from "./metrics";
+import { ensureStream, NatsLink, StreamReplicasError } from "./nats";
+import type { ReadinessCheck } from "./operational-routes";
+import { runSteps } from "./process-exit";
+import { createTracer } from "./tracing";
+
+export type ServiceOptions<Deps> = {
+  /** Where log lines go (default stdout, bounded: `logOutput`); tests collect them. */
+  logSink?: LogSink;
+  /** Database connections in the pool (default 10). */
+  databasePool?: number;
+  /** Parts of the routes' dependencies to replace, e.g. a dead database in a test. */
+  replace?: Partial<Deps>;
+};
+
+/** What `start` and `stop` need of an Elysia app. */
+type Server = {
+  listen(options: { port: number; hostname: string; maxRequestBodySize: number }): unknown;
+  stop(): Promise<unknown> | unknown;
+  server: { port?: number } | null;
+};
+
+type Step = [string, () => Promise<unknown> | unknown];
+
+/**
+ * Bun's own cap on a request body, far above either app's limit (api 16 KiB, payments 64 KiB,
+ * 256 KiB on the Stripe and Adyen routes), so a body over the app's limit gets the app's 413
+ * problem+json, logged and counted (N7). The cap only guards memory: a body declared over 1 MiB gets Bun's bare 413 before the app sees it.
+ */
+export const serverBodyCap = 1024 * 1024;
+
+/**
+ * What both services are built on: the logger and metrics, the database with the service's
+ * migrations applied, the NATS link that declares the service's own stream on every (re)connect
+ * (N1: the api `ORDERS`, payments `PAYMENTS`), and the
+ * outbox relay of the service's own subjects, and the tracer (O8). Each `createService` adds its
+ * own parts.
+ */
+export async function openServiceCore(
+  name: "api" | "payments",
+  config: CommonConfig,
+  options: ServiceOptions<unknown>,
+  parts: {
+    migrations: MigrationMeta[];
+    outboxSubjects: (topology: MessageTopology) => string[];
+    /** More to declare or start once NATS is connected, e.g. a durable consumer. */
+    onNatsConnect?: (jsm: JetStreamManager) => Promise<void>;
+  },
+) {
+  const metrics = new Metrics();
+  const dropped = metrics.counter(
+    "log_lines_dropped_total",
+    "Log lines dropped because stdout did not keep up (a stalled log reader)",
+  );
+  const sink = options.logSink ?? logOutput({ onDrop: () => dropped.inc() }).write;
+  const logger = createLogger(config.logLevel, { service: name }, sink);
+  const tracer = await createTracer(name, config.otlpEndpoint);
+  const topology = messageTopology(config.natsPrefix);
+  const sql = connectDatabase(config.databaseUrl, { max: options.databasePool });
+  await migrateSchema(sql, { schema: name, migrations: parts.migrations });
+
+  const nats = new NatsLink(
+    config.natsUrl,
+    name,
+    logger,
+    async (link) => {
+      const jsm = await link.manager();
+      const stream = ownStreamOf(topology, name);
+      await ensureStream(jsm, { ...stream, replicas: config.streamReplicas }).catch((error) => {
+        // X1: a stream that exists works with its old replica count, so carry on; a stream the
+        // server would not create fails the setup, which NatsLink logs and tries again.
+        if (!(error instanceof StreamReplicasError && error.kept !== undefined)) throw error;
+        logger.error("nats stream replicas not changed", {
+          stream: stream.name,
+          ...describeError(error),
+        });
+      });
+      // The own stream is there: the relay need not wait for the rest (the api's consumer waits
+      // for the payments service's stream).
+      relay.kick();
+      await parts.onNatsConnect?.(jsm);
+    },
+    config.natsCredentials,
+    // N1: replies to this service arrive under its own prefix, which only its NATS user may read.
+    `_INBOX_${name}`,
+  );
+  const relay = new OutboxRelay({
+    sql,
+    schema: name,
+    subjects: parts.outboxSubjects(topology),
+    jetstream: () => nats.jetstream(),
+    logger,
+    metrics,
+    tracer,
+  });
+  const readiness: ReadinessCheck[] = [{ name: "nats", check: () => nats.isUp }];
+
+  return {
+    logger,
+    metrics,
+    tracer,
+    topology,
+    sql,
+    nats,
+    relay,
+    readiness,
+
+    /** Listens on `config.host`:`config.port` (N12), connects to NATS in the background and starts the relay. */
+    start(app: Server) {
+      app.listen({ port: config.port, hostname: config.host, maxRequestBodySize: serverBodyCap });
+      logger.info(`${name} listening`, { host: config.host, port: app.server?.port });
+      void nats.start().catch((error) => logger.error("nats connect failed", describeError(error)));
+      relay.start();
+    },
+
+    /**
+     * Stops accepting, runs the service's own steps, then the relay, NATS and the database (O7):
+     * in that order, so work still in flight has its connections until it is done.
+     */
+    stop: (app: Server, steps: Step[] = []) =>
+      runSteps(logger, [
+        ["http", () => (app.server ? app.stop() : undefined)],
+        ...steps,
+        ["outbox relay", () => relay.stop()],
+        ["nats", () => nats.close()],
+        ["database", () => sql.end({ timeout: 5 })],
+        ["tracing", () => tracer.shutdown()],
+      ]),
+  };
+}

@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { token, unique } from "../harness/basics";
+import { byRole, click, fill, heading, screenshot, sees } from "../harness/browser";
+import { type ConsoleTestbed, openConsole } from "./support";
+
+/**
+ * U1, U2 in a real headless Chromium against both services as processes (U6): the console as
+ * the api serves it, payments' CORS, and signing in and out. Elements are found as a person
+ * reads the screen: by role and accessible name.
+ */
+
+// A browser test waits on a real Chromium and two services on two shared cores.
+setDefaultTimeout(60_000);
+
+let con: ConsoleTestbed;
+
+beforeAll(async () => {
+  con = await openConsole();
+}, 60_000);
+
+afterAll(async () => {
+  await con?.close();
+});
+
+describe("U1 the console is served by the api", () => {
+  test("U1 /console and its assets come from the api with a strict Content-Security-Policy", async () => {
+    for (const path of ["/console", "/console/orders/1", "/console/assets/console.js"]) {
+      const response = await fetch(`${con.stack.api.url}${path}`);
+      expect(response.status).toBe(200);
+      const policy = response.headers.get("content-security-policy") ?? "";
+      expect(policy).toContain("script-src 'self'");
+      expect(policy).toContain("style-src 'self'");
+      expect(policy).toContain(`connect-src 'self' ${con.stack.payments.url}`);
+      expect(policy).not.toContain("unsafe-inline");
+      expect(policy).not.toContain("unsafe-eval");
+      await response.arrayBuffer();
+    }
+    const page = await (await fetch(`${con.stack.api.url}/console`)).text();
+    expect(page).toContain(`<meta name="payments-url" content="${con.stack.payments.url}" />`);
+    expect(page).not.toMatch(/<script>|<style>|style=/);
+    expect(page).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)/);
+  });
+
+  test("U1 payments answers CORS for the console's origin on its operator routes, never on the webhook", async () => {
+    const preflight = (path: string, origin: string) =>
+      fetch(`${con.stack.payments.url}${path}`, {
+        method: "OPTIONS",
+        headers: {
+          origin,
+          "access-control-request-method": path.includes("webhooks") ? "POST" : "GET",
+          "access-control-request-headers": "authorization, content-type",
+        },
+      });
+    const operator = await preflight("/api/notifications", con.stack.api.url);
+    expect(operator.status).toBe(204);
+    expect(operator.headers.get("access-control-allow-origin")).toBe(con.stack.api.url);
+    expect(operator.headers.get("access-control-allow-headers")).toContain("authorization");
+
+    // Every provider's webhook route (section 15), configured or not.
+    for (const provider of ["payment", "stripe", "adyen"]) {
+      const webhook = await preflight(`/api/webhooks/${provider}`, con.stack.api.url);
+      expect(webhook.headers.get("access-control-allow-origin")).toBeNull();
+    }
+    const posted = await con.stack.notify(
+      { event: "payment.failed", order_id: 1, amount: 1, currency: "USD", id: unique("evt") },
+      { headers: { origin: con.stack.api.url } },
+    );
+    expect(posted.headers.get("access-control-allow-origin")).toBeNull();
+
+    const elsewhere = await preflight("/api/notifications", "http://evil.example");
+    expect(elsewhere.headers.get("access-control-allow-origin")).toBeNull();
+
+    // A problem answer carries it too, so the console can read its title and detail (U4).
+    const refused = await fetch(`${con.stack.payments.url}/api/notifications`, {
+      headers: { origin: con.stack.api.url, authorization: `Bearer ${con.stack.customer}` },
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get("access-control-allow-origin")).toBe(con.stack.api.url);
+  });
+});
+
+describe("U2 sign-in", () => {
+  test("U2 /console#token= signs in, clears the address bar and keeps the token in sessionStorage only", async () => {
+    const page = await con.signedIn();
+    expect(page.url()).toBe(`${con.stack.api.url}/console`);
+    const kept = await page.evaluate(() => {
+      const { sessionStorage, localStorage, document } = globalThis as any;
+      return {
+        session: sessionStorage.length,
+        local: localStorage.length,
+        cookie: document.cookie,
+      };
+    });
+    expect(kept).toEqual({ session: 1, local: 0, cookie: "" });
+    await con.accessible(page);
+    await page.close();
+  });
+
+  test("U2 the form signs in with an admin token; Sign out forgets it", async () => {
+    const page = await con.browser.newPage();
+    await page.goto(`${con.stack.api.url}/console`);
+    await heading(page, "Operator console");
+    await con.accessible(page);
+    await screenshot(page, "sign-in-desktop");
+    await fill(page, "textbox", "Token", con.stack.admin);
+    await click(page, "button", "Sign in");
+    await heading(page, "Orders");
+    await click(page, "button", "Sign out");
+    await byRole(page, "textbox", "Token");
+    expect(await page.evaluate(() => (globalThis as any).sessionStorage.length)).toBe(0);
+    await page.close();
+  });
+
+  test("U2 a customer's token and an expired one return to sign-in saying so", async () => {
+    const page = await con.browser.newPage();
+    await page.goto(`${con.stack.api.url}/console#token=${con.stack.customer}`);
+    await sees(page, "not an admin");
+    await byRole(page, "textbox", "Token");
+    const expired = await token({
+      sub: unique("admin"),
+      scope: "admin",
+      exp: Math.floor(Date.now() / 1000) - 60,
+    });
+    await fill(page, "textbox", "Token", expired);
+    await click(page, "button", "Sign in");
+    await sees(page, "expired");
+    expect(await page.evaluate(() => (globalThis as any).sessionStorage.length)).toBe(0);
+    await page.close();
+  });
+
+  test("U4 a token the services refuse (401) returns to sign-in with their problem", async () => {
+    const forged = await token(
+      { sub: unique("admin"), scope: "admin" },
+      "another-secret-of-at-least-32-characters",
+    );
+    const page = await con.browser.newPage();
+    await page.goto(`${con.stack.api.url}/console#token=${forged}`);
+    await sees(page, "refused the token");
+    await byRole(page, "textbox", "Token");
+    await page.close();
+  });
+});
+
+test("U1 the browser asked no other host, and no script or style was refused", () => {
+  con.stayedHome();
+});

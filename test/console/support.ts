@@ -1,0 +1,69 @@
+import { expect } from "bun:test";
+import type { Page } from "puppeteer-core";
+import {
+  desktop,
+  heading,
+  openBrowser,
+  phone,
+  screenshot,
+  seriousViolations,
+} from "../harness/browser";
+import { startStack } from "../harness/processes";
+
+/**
+ * Both services as processes, linked for the console (U1), and a headless Chromium that records
+ * every request it makes. Each test file of the console starts one.
+ */
+export async function openConsole({ env = {} as Record<string, string> } = {}) {
+  const stack = await startStack({ linkConsole: true, env });
+  const browser = await openBrowser([stack.api.url, stack.payments.url]);
+
+  /** A new tab signed in by the link `npm start` prints, on the orders view. */
+  async function signedIn(viewport = desktop): Promise<Page> {
+    const page = await browser.newPage(viewport);
+    await page.goto(`${stack.api.url}/console#token=${stack.admin}`);
+    await heading(page, "Orders");
+    return page;
+  }
+
+  return {
+    stack,
+    browser,
+    signedIn,
+
+    /** U5: axe-core finds no serious or critical violation on the page as it is. */
+    async accessible(page: Page) {
+      expect(await seriousViolations(page)).toEqual([]);
+    },
+
+    /** A view at both widths: axe-core on each, and its screenshots (CONSOLE_SCREENSHOTS=1). */
+    async everyWidth(path: string, name: string, ready: (page: Page) => Promise<unknown>) {
+      for (const [size, viewport] of [
+        ["desktop", desktop],
+        ["phone", phone],
+      ] as const) {
+        const page = await signedIn(viewport);
+        await page.goto(`${stack.api.url}${path}`);
+        await ready(page);
+        expect(await seriousViolations(page)).toEqual([]);
+        await screenshot(page, `${name}-${size}`);
+        await page.close();
+      }
+    },
+
+    /** U1: the browser asked no other host, and no script or style of the console was refused. */
+    stayedHome() {
+      expect(browser.outside).toEqual([]);
+      expect(
+        browser.consoleErrors.filter((error) => /Content Security Policy|Refused/.test(error)),
+      ).toEqual([]);
+    },
+
+    async close() {
+      await browser.close();
+      await stack.stop();
+    },
+  };
+}
+
+export type ConsoleTestbed = Awaited<ReturnType<typeof openConsole>>;

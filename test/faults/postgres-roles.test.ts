@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { testDatabaseUrl, unique } from "@commerce/testing/basics";
+import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
+import postgres from "postgres";
+
+setDefaultTimeout(120_000);
+
+// N14: the deployment's roles, made by the shipped script (deploy/postgres-init/service-roles.sql),
+// in a database of their own, with names of their own (removed afterwards).
+const script = new URL("../../deploy/postgres-init/service-roles.sql", import.meta.url).pathname;
+const adopt = new URL("../../deploy/postgres-init/adopt-schemas.sql", import.meta.url).pathname;
+const tag = unique("n14")
+  .toLowerCase()
+  .replace(/[^a-z0-9]/g, "");
+const database = `wt_${tag}`;
+const roles = { api: `${tag}_api`, payments: `${tag}_payments` };
+const serverUrl = new URL(testDatabaseUrl);
+const urlFor = (user: string | undefined, db: string) => {
+  const url = new URL(serverUrl);
+  url.username = user ?? serverUrl.username;
+  url.pathname = `/${db}`;
+  return url.toString();
+};
+const admin = postgres(testDatabaseUrl, { max: 1, onnotice: () => {} });
+let stack: Stack;
+
+async function psql(args: string[], db = database) {
+  const run = Bun.spawn(["psql", "-X", "-q", urlFor(undefined, db), ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([
+    new Response(run.stdout).text(),
+    new Response(run.stderr).text(),
+    run.exited,
+  ]);
+  if (code !== 0) throw new Error(`psql failed: ${err}${out}`);
+}
+
+/** A connection as one service's role, and what a statement answers (rows or the error code). */
+async function as(role: keyof typeof roles, statement: string) {
+  const sql = postgres(urlFor(roles[role], database), { max: 1, onnotice: () => {} });
+  try {
+    return await sql.unsafe(statement).then(
+      (rows) => ({ rows: rows.length }),
+      (error: { code?: string }) => ({ error: error.code }),
+    );
+  } finally {
+    await sql.end();
+  }
+}
+
+beforeAll(async () => {
+  await admin.unsafe(`create database ${database}`);
+  await psql([
+    ...["-v", `api_role=${roles.api}`, "-v", `api_password=${unique("pw")}`],
+    ...["-v", `payments_role=${roles.payments}`, "-v", `payments_password=${unique("pw")}`],
+    "-f",
+    script,
+  ]);
+  stack = await startStack({
+    databaseUrl: urlFor(undefined, database),
+    serviceEnv: {
+      api: { DATABASE_URL: urlFor(roles.api, database) },
+      payments: { DATABASE_URL: urlFor(roles.payments, database) },
+    },
+  });
+});
+
+afterAll(async () => {
+  await stack?.stop().catch(() => {});
+  await admin.unsafe(`drop database if exists ${database} with (force)`).catch(() => {});
+  await admin.unsafe(`drop database if exists ${database}_old with (force)`).catch(() => {});
+  for (const role of Object.values(roles))
+    await admin.unsafe(`drop role if exists ${role}`).catch(() => {});
+  await admin.end();
+});
+
+describe("PostgreSQL roles", () => {
+  test("N14: each service runs as its own role, not a superuser, and owns its schema: an order is paid end to end", async () => {
+    const order = await stack.newOrder();
+    expect((await stack.notify(succeeded(order))).status).toBe(200);
+    await stack.paid(order.order_id);
+    const owners = await stack.sql<{ schema: string; owner: string; superuser: boolean }[]>`
+      select n.nspname as schema, r.rolname as owner, r.rolsuper as superuser
+      from pg_namespace n join pg_roles r on r.oid = n.nspowner
+      where n.nspname in ('api', 'payments') order by 1`;
+    expect([...owners]).toEqual([
+      { schema: "api", owner: roles.api, superuser: false },
+      { schema: "payments", owner: roles.payments, superuser: false },
+    ]);
+  });
+
+  test("N14: the api's role cannot read or change payments.*, nor the payments role api.*", async () => {
+    const denied = { error: "42501" };
+    expect(await as("api", "select * from payments.notifications")).toEqual(denied);
+    expect(await as("api", "delete from payments.outbox")).toEqual(denied);
+    expect(await as("api", "select * from drizzle.payments_migrations")).toEqual(denied);
+    expect(await as("payments", "select * from api.orders")).toEqual(denied);
+    expect(await as("payments", "update api.orders set status = 'paid'")).toEqual(denied);
+    expect(await as("payments", "delete from drizzle.api_migrations")).toEqual(denied);
+    // Nor can either make itself more.
+    expect(await as("api", `alter role ${roles.api} superuser`)).toEqual(denied);
+    expect(await as("payments", "create role intruder login")).toEqual(denied);
+    expect(await as("api", "select * from pg_read_file('/etc/passwd')")).toEqual(denied);
+    // Its own schema works.
+    expect(await as("api", "select 1 from api.orders limit 1")).not.toHaveProperty("error");
+    expect(await as("payments", "select 1 from payments.notifications limit 1")).not.toHaveProperty(
+      "error",
+    );
+  });
+
+  test("N14: a database the services made as the superuser is handed to their roles by adopt-schemas.sql", async () => {
+    // Before roles: both services migrate and run as the superuser, as compose did.
+    const old = `${database}_old`;
+    await admin.unsafe(`create database ${old}`);
+    const before = await startStack({ databaseUrl: urlFor(undefined, old) });
+    const first = await before.newOrder();
+    await before.stop();
+    const roleArgs = ["-v", `api_role=${roles.api}`, "-v", `payments_role=${roles.payments}`];
+    // The roles exist already (made in this server by beforeAll): grant them this database too.
+    await psql(
+      [
+        "-c",
+        `grant connect, create on database ${old} to ${roles.api}, ${roles.payments}; create schema if not exists drizzle; grant usage, create on schema drizzle to ${roles.api}, ${roles.payments}`,
+      ],
+      old,
+    );
+    await psql([...roleArgs, "-f", adopt], old);
+    await psql([...roleArgs, "-f", adopt], old); // idempotent
+    const after = await startStack({
+      databaseUrl: urlFor(undefined, old),
+      serviceEnv: {
+        api: { DATABASE_URL: urlFor(roles.api, old) },
+        payments: { DATABASE_URL: urlFor(roles.payments, old) },
+      },
+    });
+    try {
+      expect((await after.notify(succeeded(first))).status).toBe(200);
+      await after.paid(first.order_id);
+      const order = await after.newOrder();
+      expect((await after.notify(succeeded(order))).status).toBe(200);
+      await after.paid(order.order_id);
+      const foreign = await after.sql`
+        select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        join pg_roles r on r.oid = c.relowner
+        where n.nspname in ('api', 'payments') and r.rolname <> case n.nspname
+          when 'api' then ${roles.api} else ${roles.payments} end`;
+      expect([...foreign]).toEqual([]);
+    } finally {
+      await after.stop();
+    }
+  });
+});
