@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { unique } from "@commerce/testing/basics";
+import { eventually, unique } from "@commerce/testing/basics";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 
 setDefaultTimeout(60_000);
@@ -88,5 +88,51 @@ describe("graceful shutdown", () => {
     const stored = await stack.sql`select id from api.orders where id in ${stack.sql(created)}`;
     expect(stored.length).toBe(created.length);
     await stack.api.start();
+  });
+
+  test("O7: SIGTERM while the api applies a stream of payments cuts none off: no failure logged, each order paid once after restart", async () => {
+    const orders = await Promise.all(Array.from({ length: 600 }, () => stack.newOrder()));
+    const ids = orders.map((o) => o.order_id);
+    const paidCount = async () => {
+      const [row] = await stack.sql<{ n: number }[]>`
+        select count(*)::int as n from api.orders where id in ${stack.sql(ids)} and status = 'paid'`;
+      return row.n;
+    };
+    const outputBefore = stack.api.output.length;
+    let next = 0;
+    let paidAtStop = 0;
+    const stopped = { code: null as number | null };
+    await load(
+      16,
+      async () => {
+        const order = orders[next++];
+        if (!order) throw new Error("all sent");
+        expect((await stack.notify(succeeded(order))).status).toBe(200);
+      },
+      async () => {
+        // Stop the api once it is applying, with payments still arriving.
+        await eventually(async () => ((await paidCount()) > 20 ? true : undefined), 10_000);
+        stopped.code = await stack.api.stop("SIGTERM");
+        paidAtStop = await paidCount();
+        while (next < orders.length) await Bun.sleep(20);
+      },
+    );
+    expect(stopped.code).toBe(0);
+    expect(paidAtStop).toBeLessThan(ids.length);
+    const shutdownLog = stack.api.output.slice(outputBefore);
+    expect(shutdownLog).not.toContain("will be redelivered");
+    expect(shutdownLog).not.toContain('"level":"error"');
+    await stack.api.start();
+    await eventually(
+      async () => ((await paidCount()) === ids.length ? true : undefined),
+      30_000,
+      "every order paid",
+    );
+    const paidMessages = await stack.sql<{ n: number }[]>`
+      select count(*)::int as n from api.outbox
+      where subject like '%orders.paid' and (payload->>'order_id')::bigint in ${stack.sql(ids)}
+      group by payload->>'order_id'`;
+    expect(paidMessages.length).toBe(ids.length);
+    expect(paidMessages.every((row) => row.n === 1)).toBe(true);
   });
 });

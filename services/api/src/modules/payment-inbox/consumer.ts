@@ -115,6 +115,12 @@ export class PaymentConsumer {
         });
         for await (const message of this.messages) {
           while (this.inFlight.size >= maxInFlight) await Promise.race(this.inFlight);
+          // O7: a message still buffered when the shutdown began is left to JetStream, which
+          // hands it out again (to another replica, or to this one after its restart).
+          if (this.stopped) {
+            message.nak();
+            continue;
+          }
           const handled = this.handle(message).finally(() => this.inFlight.delete(handled));
           this.inFlight.add(handled);
         }
@@ -245,7 +251,9 @@ export class PaymentConsumer {
   async stop(): Promise<void> {
     this.stopped = true;
     this.messages?.stop();
-    await Promise.all(this.inFlight);
     await this.running;
+    // The loop has ended, so nothing joins the set any more; what is in it finishes before the
+    // database closes.
+    await Promise.all(this.inFlight);
   }
 }
