@@ -21,12 +21,14 @@ type RawAnswer = { status: number; headers: Record<string, string>; body: string
 function rawRequest(
   service: ServiceProcess,
   head: Record<string, string>,
-  body: { chunked: number } | { declared: number },
+  body: { chunked: number } | { declared: number; withheld?: true },
 ): Promise<RawAnswer> {
   const { method, path, ...headers } = head;
   return new Promise((resolve, reject) => {
     const socket = connect(service.port, "127.0.0.1");
     let received = Buffer.alloc(0);
+    // Once the server has begun its answer, the rest of the body is not sent (see below).
+    let answering = false;
     const answer = (): RawAnswer | undefined => {
       const end = received.indexOf("\r\n\r\n");
       if (end < 0) return undefined;
@@ -43,6 +45,7 @@ function rawRequest(
       return { status: Number(statusLine.split(" ")[1]), headers: fields, body: text };
     };
     socket.on("data", (data: Buffer) => {
+      answering = true;
       received = Buffer.concat([received, data]);
       const done = answer();
       if (done) {
@@ -65,14 +68,17 @@ function rawRequest(
     const piece = `{"pad":"${"x".repeat(4084)}"}`.slice(0, 4096);
     const total = "chunked" in body ? body.chunked : body.declared;
     const send = async () => {
-      for (let sent = 0; sent < total && !socket.destroyed; sent += piece.length) {
+      for (let sent = 0; sent < total && !socket.destroyed && !answering; sent += piece.length) {
         const part = piece.slice(0, Math.min(piece.length, total - sent));
         socket.write("chunked" in body ? `${part.length.toString(16)}\r\n${part}\r\n` : part);
         await Bun.sleep(1);
       }
-      if ("chunked" in body && !socket.destroyed) socket.write("0\r\n\r\n");
+      if ("chunked" in body && !socket.destroyed && !answering) socket.write("0\r\n\r\n");
     };
-    void send();
+    // A body the server refuses by its declared length alone is not sent: bytes arriving after
+    // its answer and close would make the kernel reset the connection, and a reset can discard
+    // the answer before this socket reads it.
+    if (!("withheld" in body)) void send();
   });
 }
 
@@ -163,7 +169,7 @@ describe("bodies over the limit, from the running servers", () => {
     const answer = await rawRequest(
       stack.payments,
       { method: "POST", path: "/api/webhooks/payment", "Content-Type": "application/json" },
-      { declared: 2 * 1024 * 1024 },
+      { declared: 2 * 1024 * 1024, withheld: true },
     );
     expect(answer.status).toBe(413);
     expect((await fetch(`${stack.payments.url}/health`)).status).toBe(200);
