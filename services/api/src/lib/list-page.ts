@@ -54,6 +54,13 @@ export function listStatements<Statement>(
 
 export type ListTotal = ReturnType<typeof counted>;
 
+/**
+ * The matching rows' count on each row of a page (`count(*) over ()`), for the short operator
+ * lists: their page and total come from one statement, so one snapshot, without P4's counters.
+ * `pageFromWindow` turns such rows into the page.
+ */
+export const windowTotal = () => sql<number>`count(*) over ()`.mapWith(Number);
+
 /** The list's total, from its counter rows, as the `total` CTE the statements refer to. */
 const counted = (db: StatementBuilder, list: string) =>
   db.$with("total").as(

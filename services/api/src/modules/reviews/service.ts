@@ -1,10 +1,11 @@
 import type { MessageTopology } from "@commerce/shared/contract/messages";
 import { ConflictError, NotFoundError } from "@commerce/shared/platform/errors";
-import { offsetOf, type PageRequest, pageOf } from "@commerce/shared/platform/http/paging";
+import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/platform/http/paging";
 import type { Metrics } from "@commerce/shared/platform/metrics";
 import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db";
 import { orders, paymentReviews } from "../../db/schema";
+import { windowTotal } from "../../lib/list-page";
 import { recordOnTimeline } from "../orders/state/order-events";
 import { transition } from "../orders/state/transition";
 import type { Resolution, Review } from "./model";
@@ -38,18 +39,20 @@ const withOrder = {
 /** V1: reviews newest first, optionally only open or resolved ones. */
 export async function listReviews(db: Database, paging: PageRequest, status?: "open" | "resolved") {
   const where = status ? eq(paymentReviews.status, status) : undefined;
-  const [rows, [{ total }]] = await Promise.all([
-    db
-      .select(withOrder)
-      .from(paymentReviews)
-      .leftJoin(orders, eq(orders.id, paymentReviews.orderId))
-      .where(where)
-      .orderBy(desc(paymentReviews.id))
-      .limit(paging.perPage)
-      .offset(offsetOf(paging)),
-    db.select({ total: count() }).from(paymentReviews).where(where),
-  ]);
-  return pageOf(rows.map(toReview), total, paging);
+  const rows = await db
+    .select({ ...withOrder, total: windowTotal() })
+    .from(paymentReviews)
+    .leftJoin(orders, eq(orders.id, paymentReviews.orderId))
+    .where(where)
+    .orderBy(desc(paymentReviews.id))
+    .limit(paging.perPage)
+    .offset(offsetOf(paging));
+  return pageFromWindow(
+    rows,
+    () => db.select({ total: count() }).from(paymentReviews).where(where),
+    paging,
+    toReview,
+  );
 }
 
 export async function getReview(db: Database, id: number): Promise<Review> {

@@ -1,6 +1,6 @@
 import type { Sql } from "@commerce/shared/platform/database";
 import { NotFoundError } from "@commerce/shared/platform/errors";
-import { offsetOf, type PageRequest, pageOf } from "@commerce/shared/platform/http/paging";
+import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/platform/http/paging";
 import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import type { Database, Executor } from "../../db";
 import {
@@ -9,6 +9,7 @@ import {
   webhookDeliveries,
   webhookEndpoints,
 } from "../../db/schema";
+import { windowTotal } from "../../lib/list-page";
 import { clientOf } from "../../lib/prepared";
 import type { Delivery, DeliveryWithAttempts } from "./model";
 
@@ -81,17 +82,19 @@ export async function listDeliveries(
     filter.status ? eq(webhookDeliveries.status, filter.status) : undefined,
     filter.orderId ? eq(webhookDeliveries.orderId, filter.orderId) : undefined,
   );
-  const [rows, [{ total }]] = await Promise.all([
-    db
-      .select()
-      .from(webhookDeliveries)
-      .where(where)
-      .orderBy(desc(webhookDeliveries.id))
-      .limit(paging.perPage)
-      .offset(offsetOf(paging)),
-    db.select({ total: count() }).from(webhookDeliveries).where(where),
-  ]);
-  return pageOf(rows.map(toDelivery), total, paging);
+  const rows = await db
+    .select({ delivery: webhookDeliveries, total: windowTotal() })
+    .from(webhookDeliveries)
+    .where(where)
+    .orderBy(desc(webhookDeliveries.id))
+    .limit(paging.perPage)
+    .offset(offsetOf(paging));
+  return pageFromWindow(
+    rows,
+    () => db.select({ total: count() }).from(webhookDeliveries).where(where),
+    paging,
+    ({ delivery }) => toDelivery(delivery),
+  );
 }
 
 /** H4: one delivery with every attempt, oldest first. */

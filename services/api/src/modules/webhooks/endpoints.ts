@@ -1,8 +1,9 @@
 import { NotFoundError, ValidationError } from "@commerce/shared/platform/errors";
-import { offsetOf, type PageRequest, pageOf } from "@commerce/shared/platform/http/paging";
+import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/platform/http/paging";
 import { count, desc, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db";
 import { webhookEndpoints } from "../../db/schema";
+import { windowTotal } from "../../lib/list-page";
 import { type AddressPolicy, urlRefusal } from "./address-guard";
 import type { EndpointChange, NewEndpoint, WebhookEndpoint } from "./model";
 import { newSecret } from "./signature";
@@ -42,16 +43,18 @@ export async function createEndpoint(db: Database, body: NewEndpoint, policy: Ad
 }
 
 export async function listEndpoints(db: Database, paging: PageRequest) {
-  const [rows, [{ total }]] = await Promise.all([
-    db
-      .select()
-      .from(webhookEndpoints)
-      .orderBy(desc(webhookEndpoints.id))
-      .limit(paging.perPage)
-      .offset(offsetOf(paging)),
-    db.select({ total: count() }).from(webhookEndpoints),
-  ]);
-  return pageOf(rows.map(toEndpoint), total, paging);
+  const rows = await db
+    .select({ endpoint: webhookEndpoints, total: windowTotal() })
+    .from(webhookEndpoints)
+    .orderBy(desc(webhookEndpoints.id))
+    .limit(paging.perPage)
+    .offset(offsetOf(paging));
+  return pageFromWindow(
+    rows,
+    () => db.select({ total: count() }).from(webhookEndpoints),
+    paging,
+    ({ endpoint }) => toEndpoint(endpoint),
+  );
 }
 
 export async function getEndpoint(db: Database, id: number): Promise<WebhookEndpoint> {

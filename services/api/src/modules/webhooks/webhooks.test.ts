@@ -364,6 +364,33 @@ describe("retries and health", () => {
 });
 
 describe("the delivery log", () => {
+  test("H4: a page of deliveries and its total come from one snapshot while deliveries are written", async () => {
+    const hook = await receiver();
+    // Subscribed to an event no test order raises: only the rows written here are its deliveries.
+    const endpoint = await subscribe(hook.url, ["orders.refunded"]);
+    let written = 0;
+    const writer = (async () => {
+      for (; written < 99; written++) {
+        await api.sql`
+          insert into api.webhook_deliveries (endpoint_id, event_type, message_id, payload, status)
+          values (${endpoint.id}, 'orders.refunded', ${`snapshot-${written}`}, '{}', 'succeeded')`;
+        await Bun.sleep(1);
+      }
+    })();
+    const pages: { items: unknown[]; total: number }[] = [];
+    while (written < 99) {
+      const list = await api.call(
+        "GET",
+        `/api/webhook-endpoints/${endpoint.id}/deliveries?per_page=100`,
+        { token: adminToken },
+      );
+      pages.push(list.json);
+    }
+    await writer;
+    expect(pages.length).toBeGreaterThan(10);
+    expect(pages.filter((page) => page.items.length !== page.total)).toEqual([]);
+  });
+
   test("H4: deliveries newest first with every attempt (status, duration, error, the first KiB of the answer); retry attempts a failed one now; test sends webhook.test", async () => {
     let fail = true;
     const hook = await receiver(() =>
