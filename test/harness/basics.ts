@@ -13,10 +13,13 @@ export const webhookSecret = "whsec_test_secret_for_payments";
 export const unique = (label = "t") =>
   `${label}${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
 
-/** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`. */
+/**
+ * Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`: 15 s
+ * by default, room for a busy machine; a probe that never holds fails all the same.
+ */
 export async function eventually<T>(
   probe: () => Promise<T | undefined>,
-  timeoutMs = 5000,
+  timeoutMs = 15_000,
   what = "condition",
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
