@@ -191,20 +191,37 @@ describe("U3 the health line", () => {
 
 describe("U5 every view", () => {
   test("U5 no serious or critical axe violation, at desktop and phone width (screenshots)", async () => {
-    const order = await con.stack.newOrder(3250, 2);
-    await con.stack.notify(succeeded(order));
-    await con.stack.paid(order.order_id);
-    await con.stack.notify(succeeded(order, { amount: 100, id: unique("evt") }));
-    await con.everyWidth("/console", "orders", (page) => heading(page, "Orders"));
-    await con.everyWidth(`/console/orders/${order.order_id}`, "order", (page) =>
-      sees(page, "Raw body"),
-    );
-    await con.everyWidth("/console/reviews", "reviews", (page) => heading(page, "Payment reviews"));
+    // First, so the order's events make deliveries (to a closed port: failed attempts to show).
     const endpoint = await con.stack.callApi("POST", "/api/webhook-endpoints", con.stack.admin, {
       url: "http://127.0.0.1:9/hook",
       events: ["*"],
       description: "Warehouse",
     });
+    const order = await con.stack.newOrder(3250, 2);
+    await con.stack.notify(succeeded(order));
+    await con.stack.paid(order.order_id);
+    await con.stack.notify(succeeded(order, { amount: 100, id: unique("evt") }));
+    // The second payment's review: the order's timeline links to it, and it has its own view.
+    const review = await eventually(
+      async () => {
+        const { json } = await con.stack.callApi(
+          "GET",
+          "/api/payment-reviews?status=open&per_page=100",
+          con.stack.admin,
+        );
+        return json.items.find((r: any) => r.order_id === order.order_id);
+      },
+      15_000,
+      "the second payment's review",
+    );
+    await con.everyWidth("/console", "orders", (page) => heading(page, "Orders"));
+    await con.everyWidth(`/console/orders/${order.order_id}`, "order", (page) =>
+      sees(page, "Show raw body"),
+    );
+    await con.everyWidth("/console/reviews", "reviews", (page) => heading(page, "Payment reviews"));
+    await con.everyWidth(`/console/reviews/${review.id}`, "review", (page) =>
+      heading(page, `Review ${review.id}: ${review.reason.replaceAll("_", " ")} open`),
+    );
     await con.everyWidth("/console/webhooks", "webhooks", (page) => heading(page, "Webhooks"));
     await con.everyWidth(`/console/webhooks/${endpoint.json.id}`, "endpoint", (page) =>
       heading(page, `Endpoint ${endpoint.json.id}`),
