@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { ElementHandle } from "puppeteer-core";
 import { eventually, unique } from "../harness/basics";
-import { click, fill, heading, sees } from "../harness/browser";
+import { byRole, click, fill, heading, sees } from "../harness/browser";
 import { succeeded } from "../harness/processes";
 import { startWebhookReceiver } from "../harness/webhook-receiver";
 import { type ConsoleTestbed, openConsole } from "./support";
@@ -140,6 +140,36 @@ describe("U3 webhook endpoints", () => {
     }
   });
 });
+
+describe("U3 a failing endpoint", () => {
+  test("U3 an endpoint the api disabled for failing is enabled again after Confirm", async () => {
+    const [{ id }] = await con.stack.sql<{ id: string }[]>`
+      insert into api.webhook_endpoints (url, events, status, disabled_reason, secret)
+      values ('http://127.0.0.1:9/repaired', '{orders.refunded}', 'disabled', 'failing', 'whsec_dGVzdA==')
+      returning id`;
+    try {
+      const page = await con.signedIn();
+      await page.goto(`${con.stack.api.url}/console/webhooks/${id}`);
+      await heading(page, `Endpoint ${id}`);
+      await sees(page, "failing");
+      await click(page, "button", "Enable endpoint");
+      expect(await endpointStatus(id)).toBe("disabled");
+      await click(page, "button", "Confirm");
+      await byRole(page, "button", "Disable endpoint");
+      expect(await endpointStatus(id)).toBe("enabled");
+      await page.close();
+    } finally {
+      await con.stack.sql`delete from api.webhook_endpoints where id = ${id}`;
+    }
+  });
+});
+
+const endpointStatus = async (id: string) =>
+  (
+    await con.stack.sql<
+      { status: string }[]
+    >`select status from api.webhook_endpoints where id = ${id}`
+  )[0]?.status;
 
 describe("U3 the health line", () => {
   test("U3, N4 with METRICS_TOKEN set on both services the health line shows numbers, and counts every failing endpoint", async () => {

@@ -81,6 +81,24 @@ describe("U3 orders", () => {
     await page.close();
   }, 60_000);
 
+  test("U3, U4 an order with more notifications than one page links to all of them", async () => {
+    const order = await con.stack.newOrder(1300);
+    const prefix = unique("evt_many");
+    // Stored as payments stores them (W5), more than the order's page asks for (100).
+    await con.stack.sql`
+      insert into payments.notifications (id, event, order_id, payment_ref, amount, currency, raw_body, source_ip)
+      select ${prefix} || '_' || n, 'payment.failed', ${order.order_id}, ${prefix} || '_' || n,
+        1300, 'USD', '{}', '127.0.0.1'
+      from generate_series(1, 101) n`;
+    const page = await con.signedIn();
+    await page.goto(`${con.stack.api.url}/console/orders/${order.order_id}`);
+    await heading(page, `Order ${order.order_id}`);
+    await click(page, "link", `All 101 notifications of order ${order.order_id}`);
+    await heading(page, "Notifications");
+    await sees(page, "101 notifications");
+    await page.close();
+  }, 60_000);
+
   test("U3 the timeline's detail reads as its keys and values, the review it opened a link to it", async () => {
     const order = await con.stack.newOrder(2200);
     const notification = succeeded(order, { amount: 2000 });

@@ -182,5 +182,18 @@ async function showNotifications(place: Element, orderId: number) {
     ...(page.items.length
       ? page.items.map((item) => notificationCard(item))
       : [empty("Payments holds no notification for this order.")]),
+    // U4: beyond one page, the rest are a link away rather than silently left out.
+    ...(page.total > page.items.length
+      ? [
+          h(
+            "p",
+            {},
+            link(
+              `/console/notifications?order_id=${orderId}`,
+              `All ${page.total} notifications of order ${orderId}`,
+            ),
+          ),
+        ]
+      : []),
   );
 }
