@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { ElementHandle } from "puppeteer-core";
 import { eventually, unique } from "../harness/basics";
-import { click, fill, heading, sees } from "../harness/browser";
+import { byRole, click, fill, heading, sees } from "../harness/browser";
 import { succeeded } from "../harness/processes";
 import { startWebhookReceiver } from "../harness/webhook-receiver";
 import { type ConsoleTestbed, openConsole } from "./support";
@@ -141,6 +141,36 @@ describe("U3 webhook endpoints", () => {
   });
 });
 
+describe("U3 a failing endpoint", () => {
+  test("U3 an endpoint the api disabled for failing is enabled again after Confirm", async () => {
+    const [{ id }] = await con.stack.sql<{ id: string }[]>`
+      insert into api.webhook_endpoints (url, events, status, disabled_reason, secret)
+      values ('http://127.0.0.1:9/repaired', '{orders.refunded}', 'disabled', 'failing', 'whsec_dGVzdA==')
+      returning id`;
+    try {
+      const page = await con.signedIn();
+      await page.goto(`${con.stack.api.url}/console/webhooks/${id}`);
+      await heading(page, `Endpoint ${id}`);
+      await sees(page, "failing");
+      await click(page, "button", "Enable endpoint");
+      expect(await endpointStatus(id)).toBe("disabled");
+      await click(page, "button", "Confirm");
+      await byRole(page, "button", "Disable endpoint");
+      expect(await endpointStatus(id)).toBe("enabled");
+      await page.close();
+    } finally {
+      await con.stack.sql`delete from api.webhook_endpoints where id = ${id}`;
+    }
+  });
+});
+
+const endpointStatus = async (id: string) =>
+  (
+    await con.stack.sql<
+      { status: string }[]
+    >`select status from api.webhook_endpoints where id = ${id}`
+  )[0]?.status;
+
 describe("U3 the health line", () => {
   test("U3, N4 with METRICS_TOKEN set on both services the health line shows numbers, and counts every failing endpoint", async () => {
     for (const service of [con.stack.api, con.stack.payments]) {
@@ -191,20 +221,37 @@ describe("U3 the health line", () => {
 
 describe("U5 every view", () => {
   test("U5 no serious or critical axe violation, at desktop and phone width (screenshots)", async () => {
-    const order = await con.stack.newOrder(3250, 2);
-    await con.stack.notify(succeeded(order));
-    await con.stack.paid(order.order_id);
-    await con.stack.notify(succeeded(order, { amount: 100, id: unique("evt") }));
-    await con.everyWidth("/console", "orders", (page) => heading(page, "Orders"));
-    await con.everyWidth(`/console/orders/${order.order_id}`, "order", (page) =>
-      sees(page, "Raw body"),
-    );
-    await con.everyWidth("/console/reviews", "reviews", (page) => heading(page, "Payment reviews"));
+    // First, so the order's events make deliveries (to a closed port: failed attempts to show).
     const endpoint = await con.stack.callApi("POST", "/api/webhook-endpoints", con.stack.admin, {
       url: "http://127.0.0.1:9/hook",
       events: ["*"],
       description: "Warehouse",
     });
+    const order = await con.stack.newOrder(3250, 2);
+    await con.stack.notify(succeeded(order));
+    await con.stack.paid(order.order_id);
+    await con.stack.notify(succeeded(order, { amount: 100, id: unique("evt") }));
+    // The second payment's review: the order's timeline links to it, and it has its own view.
+    const review = await eventually(
+      async () => {
+        const { json } = await con.stack.callApi(
+          "GET",
+          "/api/payment-reviews?status=open&per_page=100",
+          con.stack.admin,
+        );
+        return json.items.find((r: any) => r.order_id === order.order_id);
+      },
+      15_000,
+      "the second payment's review",
+    );
+    await con.everyWidth("/console", "orders", (page) => heading(page, "Orders"));
+    await con.everyWidth(`/console/orders/${order.order_id}`, "order", (page) =>
+      sees(page, "Show raw body"),
+    );
+    await con.everyWidth("/console/reviews", "reviews", (page) => heading(page, "Payment reviews"));
+    await con.everyWidth(`/console/reviews/${review.id}`, "review", (page) =>
+      heading(page, `Review ${review.id}: ${review.reason.replaceAll("_", " ")} open`),
+    );
     await con.everyWidth("/console/webhooks", "webhooks", (page) => heading(page, "Webhooks"));
     await con.everyWidth(`/console/webhooks/${endpoint.json.id}`, "endpoint", (page) =>
       heading(page, `Endpoint ${endpoint.json.id}`),

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { token, unique } from "../harness/basics";
-import { byRole, click, fill, heading, screenshot, sees } from "../harness/browser";
+import { byRole, click, fill, heading, phone, screenshot, sees } from "../harness/browser";
 import { type ConsoleTestbed, openConsole } from "./support";
 
 /**
@@ -102,6 +102,13 @@ describe("U2 sign-in", () => {
     await heading(page, "Operator console");
     await con.accessible(page);
     await screenshot(page, "sign-in-desktop");
+    // U5 at phone width too, with its screenshot.
+    const phonePage = await con.browser.newPage(phone);
+    await phonePage.goto(`${con.stack.api.url}/console`);
+    await heading(phonePage, "Operator console");
+    await con.accessible(phonePage);
+    await screenshot(phonePage, "sign-in-phone");
+    await phonePage.close();
     await fill(page, "textbox", "Token", con.stack.admin);
     await click(page, "button", "Sign in");
     await heading(page, "Orders");

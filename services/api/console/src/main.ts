@@ -7,7 +7,7 @@ import { refreshHealth } from "./views/health";
 import { notificationsView } from "./views/notifications";
 import { orderView } from "./views/order";
 import { ordersView } from "./views/orders";
-import { reviewsView } from "./views/reviews";
+import { reviewsView, reviewView } from "./views/reviews";
 import { signInView } from "./views/sign-in";
 import { webhooksView } from "./views/webhooks";
 
@@ -19,6 +19,8 @@ type View = (query: URLSearchParams) => Promise<Child>;
 function viewFor(path: string): View | undefined {
   const order = path.match(/^\/console\/orders\/([0-9]{1,15})$/);
   if (order) return () => orderView(Number(order[1]));
+  const review = path.match(/^\/console\/reviews\/([0-9]{1,15})$/);
+  if (review) return () => reviewView(Number(review[1]));
   const endpoint = path.match(/^\/console\/webhooks\/([0-9]{1,15})$/);
   if (endpoint) return (query) => endpointView(Number(endpoint[1]), query);
   return (
@@ -88,7 +90,9 @@ async function render() {
     ? "/console"
     : path.startsWith("/console/webhooks/")
       ? "/console/webhooks"
-      : path.replace(/\/$/, "");
+      : path.startsWith("/console/reviews/")
+        ? "/console/reviews"
+        : path.replace(/\/$/, "");
   show(
     root,
     h("a", { href: "#main", class: "skip" }, "Skip to content"),

@@ -1,8 +1,17 @@
 import { h, show } from "../dom";
 import { badge, time } from "../format";
 import { answerOf } from "../services";
-import { empty, link, navigate, reportingIn, table } from "../ui";
+import { confirmedAction, empty, link, navigate, reportingIn, table } from "../ui";
 import { endpoints } from "./webhooks";
+
+/** PATCH the endpoint's status (H1), then show it again. */
+const changeStatus = (id: number, status: "enabled" | "disabled") => async () => {
+  await answerOf(
+    endpoints()({ id }).patch({ status }),
+    status === "enabled" ? "Enable endpoint" : "Disable endpoint",
+  );
+  navigate(`/console/webhooks/${id}`);
+};
 
 /** One endpoint and its deliveries, newest first, each with its attempts and "Retry". */
 export async function endpointView(id: number, query: URLSearchParams) {
@@ -48,6 +57,18 @@ export async function endpointView(id: number, query: URLSearchParams) {
         : null,
       [h("dt", {}, "Created"), h("dd", {}, time(endpoint.created_at))],
     ),
+    // H3: an endpoint the api disabled for failing is repaired here once its receiver is back.
+    endpoint.status === "disabled"
+      ? confirmedAction(
+          "Enable endpoint",
+          `Enable endpoint ${id}: its pending deliveries resume.`,
+          changeStatus(id, "enabled"),
+        )
+      : confirmedAction(
+          "Disable endpoint",
+          `Disable endpoint ${id}: nothing is sent to it until it is enabled.`,
+          changeStatus(id, "disabled"),
+        ),
     h("h2", {}, "Deliveries"),
     h(
       "div",

@@ -109,9 +109,7 @@ export async function orderView(orderId: number) {
               entry.notification_id
                 ? h("div", {}, "notification ", h("code", {}, entry.notification_id))
                 : null,
-              Object.keys(entry.detail).length
-                ? h("div", { class: "muted" }, JSON.stringify(entry.detail))
-                : null,
+              detailList(entry.detail),
             ),
           ),
         ),
@@ -128,6 +126,46 @@ export async function orderView(orderId: number) {
 
 const fact = (name: string, value: Node | string) => [h("dt", {}, name), h("dd", {}, value)];
 
+/** How a timeline detail's key reads; others read as themselves, `_` as a space. */
+const detailLabels: Record<string, string> = { review_id: "review", payment_ref: "payment ref" };
+
+/**
+ * A timeline entry's detail (T1: `{"reason": "mismatch", "review_id": 7}`) as a small list of
+ * its keys and values, so "why is this order not paid?" reads at a glance; the review it opened
+ * is a link to it, a nested value is one line of text.
+ */
+function detailList(detail: Record<string, unknown>) {
+  const entries = Object.entries(detail);
+  if (!entries.length) return null;
+  return h(
+    "dl",
+    { class: "detail" },
+    entries.map(([key, value]) => [
+      h("dt", {}, detailLabels[key] ?? key.replaceAll("_", " ")),
+      h(
+        "dd",
+        {},
+        key === "review_id" && typeof value === "number"
+          ? link(`/console/reviews/${value}`, `Review ${value}`)
+          : key === "payment_ref"
+            ? h("code", {}, compact(value))
+            : compact(value),
+      ),
+    ]),
+  );
+}
+
+/** A detail's value as one line: text as it is, a list comma-separated, an object `key: value`. */
+function compact(value: unknown): string {
+  if (value === null || value === undefined) return "—";
+  if (Array.isArray(value)) return `[${value.map(compact).join(", ")}]`;
+  if (typeof value === "object")
+    return `{${Object.entries(value)
+      .map(([key, inner]) => `${key}: ${compact(inner)}`)
+      .join(", ")}}`;
+  return String(value);
+}
+
 async function showNotifications(place: Element, orderId: number) {
   const client = payments();
   if (!client) {
@@ -142,7 +180,20 @@ async function showNotifications(place: Element, orderId: number) {
   );
   place.replaceChildren(
     ...(page.items.length
-      ? page.items.map((item) => notificationCard(item, { open: true }))
+      ? page.items.map((item) => notificationCard(item))
       : [empty("Payments holds no notification for this order.")]),
+    // U4: beyond one page, the rest are a link away rather than silently left out.
+    ...(page.total > page.items.length
+      ? [
+          h(
+            "p",
+            {},
+            link(
+              `/console/notifications?order_id=${orderId}`,
+              `All ${page.total} notifications of order ${orderId}`,
+            ),
+          ),
+        ]
+      : []),
   );
 }

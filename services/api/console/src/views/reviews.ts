@@ -58,6 +58,18 @@ export async function reviewsView(query: URLSearchParams) {
   ];
 }
 
+/** U3: one review, as the order's timeline links to it, to resolve it without paging the list. */
+export async function reviewView(id: number) {
+  const review = await answerOf(
+    api().api["payment-reviews"]({ id }).get(),
+    "Reading the payment review",
+  );
+  return [
+    h("p", { class: "crumbs" }, link("/console/reviews", "Payment reviews")),
+    reviewCard(review as Review, "h1"),
+  ];
+}
+
 /** A link to one list of reviews; the one shown is marked as the current page. */
 function tab(href: string, name: string, current: boolean) {
   const a = link(href, name);
@@ -65,7 +77,8 @@ function tab(href: string, name: string, current: boolean) {
   return a;
 }
 
-function reviewCard(review: Review) {
+/** A review's card; its title is the page's heading when the review is the page. */
+function reviewCard(review: Review, heading: "h1" | "h2" = "h2") {
   const expected =
     review.expected_amount === undefined || review.expected_amount === null
       ? "—"
@@ -74,7 +87,7 @@ function reviewCard(review: Review) {
     "article",
     { class: "card", "aria-labelledby": `review-${review.id}` },
     h(
-      "h2",
+      heading,
       { id: `review-${review.id}` },
       `Review ${review.id}: `,
       review.reason.replaceAll("_", " "),
@@ -137,7 +150,8 @@ function resolveForm(review: Review) {
         }),
       action === "apply" ? "Apply" : "Dismiss",
     );
-    navigate(`/console/reviews`);
+    // The same view again: the list without it, or this review now resolved.
+    navigate(location.pathname + location.search);
   };
   const button = (label: string, action: "apply" | "dismiss") =>
     h("button", { type: "submit", value: action, class: action === "apply" ? "" : "quiet" }, label);
