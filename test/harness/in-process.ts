@@ -1,3 +1,4 @@
+import { afterAll } from "bun:test";
 import { loadConfig as loadApiConfig } from "../../services/api/src/config";
 import { createService as createApiService } from "../../services/api/src/create-service";
 import type { ApiDeps } from "../../services/api/src/deps";
@@ -106,6 +107,13 @@ export async function startApi({ env = {}, replace = {}, webhookDispatcher }: Ap
 }
 
 export type ApiHarness = Awaited<ReturnType<typeof startApi>>;
+
+/** An in-process api and an admin token for the calling test file, closed after its tests. */
+export async function apiForFile() {
+  const api = await startApi();
+  afterAll(() => api.close());
+  return { api, admin: await api.admin() };
+}
 
 /**
  * The payments service as `main.ts` builds it (`createService`), not listening. `app(replace)`
