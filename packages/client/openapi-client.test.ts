@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { runToEnd } from "@commerce/testing/launch";
 
 setDefaultTimeout(120_000);
 
@@ -71,12 +72,8 @@ export async function use(): Promise<void> {
 `;
 
 const run = async (command: string[]) => {
-  const child = Bun.spawn(command, { cwd: generated, stdout: "pipe", stderr: "pipe" });
-  const [out, err] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
-  return { code: await child.exited, output: out + err };
+  const { out, err, code } = await runToEnd(command, { cwd: generated });
+  return { code, output: out + err };
 };
 
 /** openapi-typescript's api.d.ts from openapi.json; it needs TypeScript 5's compiler API, which packages/client pins. */
