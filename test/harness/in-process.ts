@@ -109,8 +109,8 @@ export async function startApi({ env = {}, replace = {}, webhookDispatcher }: Ap
 export type ApiHarness = Awaited<ReturnType<typeof startApi>>;
 
 /** An in-process api and an admin token for the calling test file, closed after its tests. */
-export async function apiForFile() {
-  const api = await startApi();
+export async function apiForFile(options: ApiOptions = {}) {
+  const api = await startApi(options);
   afterAll(() => api.close());
   return { api, admin: await api.admin() };
 }
@@ -147,5 +147,12 @@ export async function startPayments({
 }
 
 export type PaymentsHarness = Awaited<ReturnType<typeof startPayments>>;
+
+/** An in-process payments service for the calling test file, closed after its tests. */
+export async function paymentsForFile() {
+  const payments = await startPayments();
+  afterAll(() => payments.close());
+  return payments;
+}
 
 export const problemType = "application/problem+json";

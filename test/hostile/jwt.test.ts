@@ -1,16 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createTokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
 import { servedJwks, jwtSecret as testSecret, token } from "@commerce/testing/basics";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { apiForFile } from "@commerce/testing/in-process";
 import fc from "fast-check";
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from "jose";
 import { expectWellFormed, numRuns } from "./support";
 
-let api: ApiHarness;
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(() => api.close());
+const { api } = await apiForFile();
 
 const b64 = (value: object | string) =>
   Buffer.from(typeof value === "string" ? value : JSON.stringify(value)).toString("base64url");
