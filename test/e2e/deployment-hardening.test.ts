@@ -11,6 +11,7 @@ import {
   token,
   unique,
 } from "@commerce/testing/basics";
+import { runToEnd } from "@commerce/testing/launch";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 
 setDefaultTimeout(90_000);
@@ -276,23 +277,19 @@ describe("N6: tokens verified with a public key; no service can mint one", () =>
 
   /** `npm run token` with the private key, as the token issuer would run it. */
   const issued = async (args: string[], env: Record<string, string> = {}) => {
-    const run = Bun.spawn([process.execPath, "--no-env-file", `${root}scripts/token.ts`, ...args], {
-      cwd: "/",
-      env: {
-        PATH: process.env.PATH ?? "",
-        AUTH_PRIVATE_KEY: privatePem.replaceAll("\n", "\\n"),
-        AUTH_ISSUER: issuer,
-        AUTH_AUDIENCE: audience,
-        ...env,
+    const { out, err, code } = await runToEnd(
+      [process.execPath, "--no-env-file", `${root}scripts/token.ts`, ...args],
+      {
+        cwd: "/",
+        env: {
+          PATH: process.env.PATH ?? "",
+          AUTH_PRIVATE_KEY: privatePem.replaceAll("\n", "\\n"),
+          AUTH_ISSUER: issuer,
+          AUTH_AUDIENCE: audience,
+          ...env,
+        },
       },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [out, err, code] = await Promise.all([
-      new Response(run.stdout).text(),
-      new Response(run.stderr).text(),
-      run.exited,
-    ]);
+    );
     return { token: out.trim(), err, code };
   };
   const asAdmin = (service: { url: string }, path: string, bearer: string) =>
@@ -344,7 +341,7 @@ describe("N6: tokens verified with a public key; no service can mint one", () =>
           "AUTH_PUBLIC_KEY holds a private key",
         ],
       ] as const) {
-        const run = Bun.spawn(
+        const { out, err, code } = await runToEnd(
           [process.execPath, "--no-env-file", `${root}services/${service}/src/main.ts`],
           {
             env: {
@@ -354,15 +351,8 @@ describe("N6: tokens verified with a public key; no service can mint one", () =>
               PORT: "0",
               ...env,
             },
-            stdout: "pipe",
-            stderr: "pipe",
           },
         );
-        const [out, err, code] = await Promise.all([
-          new Response(run.stdout).text(),
-          new Response(run.stderr).text(),
-          run.exited,
-        ]);
         expect({ service, code, said: (out + err).includes(message) }).toEqual({
           service,
           code: 1,

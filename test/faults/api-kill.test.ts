@@ -1,28 +1,23 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { PaymentMessage } from "@commerce/shared/contract/messages";
 import { succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { Provider } from "./provider";
 import {
-  type FaultStack,
+  faultStackForFile,
   holdRowLock,
   paidOnce,
   placeOrders,
   seconds,
   settle,
   someoneWaitsOnLock,
-  startFaultStack,
   tableCounts,
   timeUntil,
 } from "./support";
 
 setDefaultTimeout(150_000);
 
-let env: FaultStack;
-beforeAll(async () => {
-  env = await startFaultStack();
-});
-afterAll(() => env?.dispose());
+const env = await faultStackForFile();
 
 describe("api killed while applying messages", () => {
   test("M2, R5: the api SIGKILLed inside the transaction applying a message; after restart every message is applied once, with one orders.paid each", async () => {

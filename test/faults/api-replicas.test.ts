@@ -1,24 +1,12 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { type ServiceProcess, succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { Provider } from "./provider";
-import {
-  type FaultStack,
-  paidOnce,
-  placeOrders,
-  seconds,
-  settle,
-  startFaultStack,
-  tableCounts,
-} from "./support";
+import { faultStackForFile, paidOnce, placeOrders, seconds, settle, tableCounts } from "./support";
 
 setDefaultTimeout(120_000);
 
-let env: FaultStack;
-beforeAll(async () => {
-  env = await startFaultStack();
-});
-afterAll(() => env?.dispose());
+const env = await faultStackForFile();
 
 /** How many orders this replica's consumer paid, from its own /metrics (O3). */
 async function paidBy(replica: ServiceProcess): Promise<number> {

@@ -1,24 +1,12 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { Provider } from "./provider";
-import {
-  type FaultStack,
-  paidOnce,
-  placeOrders,
-  seconds,
-  settle,
-  startFaultStack,
-  tableCounts,
-} from "./support";
+import { faultStackForFile, paidOnce, placeOrders, seconds, settle, tableCounts } from "./support";
 
 setDefaultTimeout(120_000);
 
-let env: FaultStack;
-beforeAll(async () => {
-  env = await startFaultStack();
-});
-afterAll(() => env?.dispose());
+const env = await faultStackForFile();
 
 describe("payments killed in the middle of a burst", () => {
   test("W5, W6, W8, M2, R5: payments SIGKILLed mid-burst of 100 and restarted; with the provider retrying, each order is paid once with one orders.paid", async () => {

@@ -1,28 +1,23 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { type PlacedOrder, succeeded } from "@commerce/testing/processes";
 import { recordFigures } from "./figures";
 import { type Delivery, Provider } from "./provider";
 import {
   answers,
-  type FaultStack,
+  faultStackForFile,
   holdRowLock,
   paidOnce,
   placeOrders,
   seconds,
   settle,
   someoneWaitsOnLock,
-  startFaultStack,
   tableCounts,
   timeUntil,
 } from "./support";
 
 setDefaultTimeout(150_000);
 
-let env: FaultStack;
-beforeAll(async () => {
-  env = await startFaultStack();
-});
-afterAll(() => env?.dispose());
+const env = await faultStackForFile();
 
 type Answer = {
   what: string;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { testDatabaseUrl, unique } from "@commerce/testing/basics";
+import { runToEnd } from "@commerce/testing/launch";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 import postgres from "postgres";
 
@@ -25,15 +26,7 @@ const admin = postgres(testDatabaseUrl, { max: 1, onnotice: () => {} });
 let stack: Stack;
 
 async function psql(args: string[], db = database) {
-  const run = Bun.spawn(["psql", "-X", "-q", urlFor(undefined, db), ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([
-    new Response(run.stdout).text(),
-    new Response(run.stderr).text(),
-    run.exited,
-  ]);
+  const { out, err, code } = await runToEnd(["psql", "-X", "-q", urlFor(undefined, db), ...args]);
   if (code !== 0) throw new Error(`psql failed: ${err}${out}`);
 }
 

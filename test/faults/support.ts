@@ -1,3 +1,4 @@
+import { afterAll } from "bun:test";
 import { eventually } from "@commerce/testing/basics";
 import { PrivateNats } from "@commerce/testing/nats-server";
 import { PrivatePostgres } from "@commerce/testing/postgres-server";
@@ -36,6 +37,13 @@ export async function startFaultStack<Nats extends NatsServer = PrivateNats>(
 }
 
 export type FaultStack = Awaited<ReturnType<typeof startFaultStack>>;
+
+/** A fault stack (startFaultStack's defaults) for the calling test file, disposed of after its tests. */
+export async function faultStackForFile() {
+  const env = await startFaultStack();
+  afterAll(() => env.dispose());
+  return env;
+}
 
 /** `count` orders, each of its own product, placed `concurrency` at a time. */
 export async function placeOrders(stack: Stack, count: number, concurrency = 8) {

@@ -1,5 +1,5 @@
 import type { PaymentMessage } from "@commerce/shared/contract/messages";
-import { SignJWT } from "jose";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
 
 /** The real servers the tests run against. */
 export const testDatabaseUrl = process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test";
@@ -53,6 +53,24 @@ export async function token(claims: Claims = {}, secret = jwtSecret): Promise<st
   if (iss) jwt = jwt.setIssuer(iss);
   if (aud) jwt = jwt.setAudience(aud);
   return jwt.sign(new TextEncoder().encode(secret));
+}
+
+/** An RS256 key pair and a JWKS endpoint on loopback serving its public key as kid "k1"; stop() closes it. */
+export async function servedJwks() {
+  const { publicKey, privateKey } = await generateKeyPair("RS256");
+  const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "RS256", use: "sig" };
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => Response.json({ keys: [jwk] }),
+  });
+  return {
+    publicKey,
+    privateKey,
+    jwk,
+    url: `http://127.0.0.1:${server.port}/jwks.json`,
+    stop: () => server.stop(true),
+  };
 }
 
 /** A customer's token, or an admin's with `scope` "admin". */

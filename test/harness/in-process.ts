@@ -1,3 +1,4 @@
+import { afterAll } from "bun:test";
 import { loadConfig as loadApiConfig } from "../../services/api/src/config";
 import { createService as createApiService } from "../../services/api/src/create-service";
 import type { ApiDeps } from "../../services/api/src/deps";
@@ -107,6 +108,13 @@ export async function startApi({ env = {}, replace = {}, webhookDispatcher }: Ap
 
 export type ApiHarness = Awaited<ReturnType<typeof startApi>>;
 
+/** An in-process api and an admin token for the calling test file, closed after its tests. */
+export async function apiForFile(options: ApiOptions = {}) {
+  const api = await startApi(options);
+  afterAll(() => api.close());
+  return { api, admin: await api.admin() };
+}
+
 /**
  * The payments service as `main.ts` builds it (`createService`), not listening. `app(replace)`
  * builds another app on the same dependencies with some replaced (a frozen rate limiter, a
@@ -139,5 +147,12 @@ export async function startPayments({
 }
 
 export type PaymentsHarness = Awaited<ReturnType<typeof startPayments>>;
+
+/** An in-process payments service for the calling test file, closed after its tests. */
+export async function paymentsForFile() {
+  const payments = await startPayments();
+  afterAll(() => payments.close());
+  return payments;
+}
 
 export const problemType = "application/problem+json";

@@ -135,6 +135,20 @@ export async function launch(options: LaunchOptions): Promise<ServiceProcess> {
  * How to run a service: from its sources (PROFILE_SERVICE=<name> adds a CPU profile, as markdown,
  * written when it exits), or the compiled binary in dist/.
  */
+/** Runs a command to its end and answers its exit code, standard output and standard error. */
+export async function runToEnd(
+  command: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+) {
+  const child = Bun.spawn(command, { ...options, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { out, err, code };
+}
+
 export const serviceCommand = (name: ServiceName, binary: boolean): string[] =>
   binary
     ? [`${root}dist/${name}`]

@@ -1,16 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createTokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
-import { jwtSecret as testSecret, token } from "@commerce/testing/basics";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { servedJwks, jwtSecret as testSecret, token } from "@commerce/testing/basics";
+import { apiForFile } from "@commerce/testing/in-process";
 import fc from "fast-check";
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from "jose";
 import { expectWellFormed, numRuns } from "./support";
 
-let api: ApiHarness;
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(() => api.close());
+const { api } = await apiForFile();
 
 const b64 = (value: object | string) =>
   Buffer.from(typeof value === "string" ? value : JSON.stringify(value)).toString("base64url");
@@ -134,15 +130,9 @@ describe("api: JWT attacks (A2)", () => {
   });
 
   test("A2: with a JWKS configured, an HS256 token whose HMAC key is the RSA public key (key confusion) is rejected", async () => {
-    const { publicKey, privateKey } = await generateKeyPair("RS256");
-    const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "RS256", use: "sig" };
-    const server = Bun.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      fetch: () => Response.json({ keys: [jwk] }),
-    });
+    const { publicKey, privateKey, jwk, url, stop } = await servedJwks();
     try {
-      const verify = createTokenVerifier({ jwksUrl: `http://127.0.0.1:${server.port}/jwks.json` });
+      const verify = createTokenVerifier({ jwksUrl: url });
       const pem = await exportSPKI(publicKey);
       for (const hmacKey of [pem, JSON.stringify(jwk), Buffer.from(jwk.n as string, "base64url")])
         await expect(
@@ -158,7 +148,7 @@ describe("api: JWT attacks (A2)", () => {
         .sign(privateKey);
       expect(await verify(real)).toEqual({ customerId: good.sub, admin: false });
     } finally {
-      server.stop(true);
+      stop();
     }
   });
 

@@ -1,9 +1,7 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { signPayload } from "@commerce/shared/contract/signature";
 import { isCleanText } from "@commerce/shared/platform/http/fields";
 import { webhookSecret as secret } from "@commerce/testing/basics";
-import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
-import { privateDatabase } from "@commerce/testing/private-database";
 import fc from "fast-check";
 import {
   brokenBody,
@@ -12,27 +10,12 @@ import {
   hostileObjectText,
   numRuns,
   oddContentType,
-  RowWatch,
+  privatePayments,
 } from "./support";
 
 setDefaultTimeout(120_000);
 
-let database: Awaited<ReturnType<typeof privateDatabase>>;
-let payments: PaymentsHarness;
-let app: ReturnType<PaymentsHarness["app"]>;
-let rows: RowWatch;
-
-beforeAll(async () => {
-  database = await privateDatabase();
-  payments = await startPayments({ env: { DATABASE_URL: database.url } });
-  app = payments.app();
-  rows = new RowWatch(database.sql, "payments");
-  await rows.start();
-});
-afterAll(async () => {
-  await payments?.close();
-  await database?.drop();
-});
+const { app, rows } = await privatePayments();
 
 const now = () => Math.floor(Date.now() / 1000);
 

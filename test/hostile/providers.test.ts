@@ -1,6 +1,4 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
-import { privateDatabase } from "@commerce/testing/private-database";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import {
   adyenBatch,
   adyenHmac,
@@ -12,26 +10,11 @@ import {
   stripeRequest,
 } from "@commerce/testing/provider-requests";
 import fc from "fast-check";
-import { expectWellFormed, hostileObjectText, numRuns, RowWatch } from "./support";
+import { expectWellFormed, hostileObjectText, numRuns, privatePayments } from "./support";
 
 setDefaultTimeout(120_000);
 
-let database: Awaited<ReturnType<typeof privateDatabase>>;
-let payments: PaymentsHarness;
-let app: ReturnType<PaymentsHarness["app"]>;
-let rows: RowWatch;
-
-beforeAll(async () => {
-  database = await privateDatabase();
-  payments = await startPayments({ env: { ...providersEnv, DATABASE_URL: database.url } });
-  app = payments.app();
-  rows = new RowWatch(database.sql, "payments");
-  await rows.start();
-});
-afterAll(async () => {
-  await payments?.close();
-  await database?.drop();
-});
+const { app, rows } = await privatePayments(providersEnv);
 
 const event = stripeEvent("payment_intent.succeeded", paymentIntent(42));
 const eventKeys = Object.keys(event);

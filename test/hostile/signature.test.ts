@@ -1,28 +1,14 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { signPayload } from "@commerce/shared/contract/signature";
 import { webhookSecret as secret } from "@commerce/testing/basics";
-import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
-import { privateDatabase } from "@commerce/testing/private-database";
+import type { PaymentsHarness } from "@commerce/testing/in-process";
 import fc from "fast-check";
-import { expectWellFormed, numRuns, RowWatch } from "./support";
+import { expectWellFormed, numRuns, privatePayments } from "./support";
 
 setDefaultTimeout(60_000);
 
 const tolerance = 300;
-let database: Awaited<ReturnType<typeof privateDatabase>>;
-let payments: PaymentsHarness;
-let rows: RowWatch;
-
-beforeAll(async () => {
-  database = await privateDatabase();
-  payments = await startPayments({ env: { DATABASE_URL: database.url } });
-  rows = new RowWatch(database.sql, "payments");
-  await rows.start();
-});
-afterAll(async () => {
-  await payments?.close();
-  await database?.drop();
-});
+const { payments, rows } = await privatePayments();
 
 const now = () => Math.floor(Date.now() / 1000);
 const notification = () =>

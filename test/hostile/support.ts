@@ -1,5 +1,7 @@
-import { expect } from "bun:test";
+import { afterAll, expect } from "bun:test";
 import type { Sql } from "@commerce/shared/platform/database";
+import { startPayments } from "@commerce/testing/in-process";
+import { privateDatabase } from "@commerce/testing/private-database";
 import fc from "fast-check";
 
 /** One hash over every row of every table of `schema`: equal hashes, unchanged tables. */
@@ -58,6 +60,22 @@ export class RowWatch {
     this.last = now;
     if (status >= 400) expect(now).toBe(before);
   }
+}
+
+/**
+ * The payments service on a database of its own, its app, and a RowWatch started over its tables,
+ * for the calling test file; closed and dropped after its tests.
+ */
+export async function privatePayments(env: Record<string, string> = {}) {
+  const database = await privateDatabase();
+  const payments = await startPayments({ env: { ...env, DATABASE_URL: database.url } });
+  afterAll(async () => {
+    await payments.close();
+    await database.drop();
+  });
+  const rows = new RowWatch(database.sql, "payments");
+  await rows.start();
+  return { payments, app: payments.app(), rows };
 }
 
 export const numRuns = Number(process.env.HOSTILE_RUNS ?? 150);

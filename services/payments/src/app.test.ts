@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/platform/database";
 import { parseTraceparent } from "@commerce/shared/platform/tracing";
 import { eventually } from "@commerce/testing/basics";
-import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
+import { type PaymentsHarness, paymentsForFile } from "@commerce/testing/in-process";
 import {
   collectingLogger,
   jsonOf,
@@ -11,11 +11,7 @@ import {
   uniqueOrderId,
 } from "@commerce/testing/payments-requests";
 
-let payments: PaymentsHarness;
-beforeAll(async () => {
-  payments = await startPayments();
-});
-afterAll(() => payments.close());
+const payments = await paymentsForFile();
 
 const get = (
   app: ReturnType<PaymentsHarness["app"]>,

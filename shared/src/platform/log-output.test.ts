@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { runToEnd } from "@commerce/testing/launch";
 
 const writer = join(import.meta.dir, "fixtures/log-writer.ts");
 const report = (stderr: string) =>
@@ -11,16 +12,10 @@ const report = (stderr: string) =>
 
 describe("logOutput: log lines on stdout under back-pressure (O6, O9)", () => {
   test("a reader that keeps up gets every line in order, the one logged right before exit too", async () => {
-    const child = Bun.spawn([process.execPath, writer], {
+    const { out, err, code } = await runToEnd([process.execPath, writer], {
       env: { ...process.env, LINES: "20000", PER_TURN: "100" },
-      stdout: "pipe",
-      stderr: "pipe",
     });
-    const [out, err] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-    ]);
-    expect(await child.exited).toBe(0);
+    expect(code).toBe(0);
     const lines = out
       .trim()
       .split("\n")

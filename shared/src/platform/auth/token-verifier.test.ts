@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, setSystemTime, test } from "bun:test";
-import { jwtSecret as testSecret, token } from "@commerce/testing/basics";
+import { servedJwks, jwtSecret as testSecret, token } from "@commerce/testing/basics";
 import { createTokenVerifier } from "./token-verifier";
 
 describe("token verifier", () => {
@@ -38,16 +38,10 @@ describe("token verifier", () => {
   });
 
   test("A2: with AUTH_JWKS_URL, RS256 tokens are verified against the JWKS", async () => {
-    const { generateKeyPair, exportJWK, SignJWT } = await import("jose");
-    const { publicKey, privateKey } = await generateKeyPair("RS256");
-    const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "RS256", use: "sig" };
-    const server = Bun.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      fetch: () => Response.json({ keys: [jwk] }),
-    });
+    const { SignJWT } = await import("jose");
+    const { privateKey, url, stop } = await servedJwks();
     try {
-      const verify = createTokenVerifier({ jwksUrl: `http://127.0.0.1:${server.port}/jwks.json` });
+      const verify = createTokenVerifier({ jwksUrl: url });
       const signed = await new SignJWT({ scope: "admin" })
         .setProtectedHeader({ alg: "RS256", kid: "k1" })
         .setSubject("carol")
@@ -56,7 +50,7 @@ describe("token verifier", () => {
       expect(await verify(signed)).toEqual({ customerId: "carol", admin: true });
       await expect(verify(await token({ sub: "carol" }))).rejects.toMatchObject({ status: 401 });
     } finally {
-      server.stop(true);
+      stop();
     }
   });
 });

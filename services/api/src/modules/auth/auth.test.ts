@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { jwtSecret as testSecret, token, unique } from "@commerce/testing/basics";
-import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
+import { apiForFile, problemType } from "@commerce/testing/in-process";
 
-let api: ApiHarness;
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(() => api.close());
+const { api } = await apiForFile();
 
 const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
 const now = () => Math.floor(Date.now() / 1000);

@@ -1,11 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { describe, expect, test } from "bun:test";
+import { apiForFile } from "@commerce/testing/in-process";
 
-let api: ApiHarness;
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(() => api.close());
+const { api } = await apiForFile();
 
 describe("cart", () => {
   test("C1: an empty cart is 200 with no items and total 0", async () => {

@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { describe, expect, test } from "bun:test";
+import { apiForFile, startApi } from "@commerce/testing/in-process";
 
 // N5's limits as deployed (the harness turns them off for every other test).
-let api: ApiHarness;
-beforeAll(async () => {
-  api = await startApi({ env: { HOLD_MAX_ORDERS: "5", HOLD_MAX_UNITS: "10" } });
-});
-afterAll(() => api?.close());
+const { api } = await apiForFile({ env: { HOLD_MAX_ORDERS: "5", HOLD_MAX_UNITS: "10" } });
 
 async function trackedProduct(stock = 995) {
   const product = await api.product({ price: 500 });

@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { unique } from "@commerce/testing/basics";
-import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
+import { apiForFile, problemType } from "@commerce/testing/in-process";
 import { deleteExpiredIdempotencyKeys } from "../../lib/idempotency";
 
-let api: ApiHarness;
-let admin: string;
-beforeAll(async () => {
-  api = await startApi();
-  admin = await api.admin();
-});
-afterAll(() => api.close());
+const { api, admin } = await apiForFile();
 
 const countOrders = async (customerId: string) => {
   const [{ n }] =

@@ -1,16 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { parseOrderEvent } from "@commerce/shared/contract/messages";
 import { unique } from "@commerce/testing/basics";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { apiForFile } from "@commerce/testing/in-process";
 import { orderKit } from "@commerce/testing/orders";
 
-let api: ApiHarness;
-let admin: string;
-beforeAll(async () => {
-  api = await startApi();
-  admin = await api.admin();
-});
-afterAll(() => api.close());
+const { api, admin } = await apiForFile();
 
 const { stockOf, ordersOf, eventsOf, eventNames, order, placed } = orderKit(() => api);
 

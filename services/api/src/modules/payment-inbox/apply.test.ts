@@ -1,17 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { type PaymentMessage, parseOrderEvent } from "@commerce/shared/contract/messages";
 import { paymentMessageFor } from "@commerce/testing/basics";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { apiForFile } from "@commerce/testing/in-process";
 import { orderKit } from "@commerce/testing/orders";
 import { applyPaymentMessage, type PaymentKind, paymentOutcome } from "./apply";
 
-let api: ApiHarness;
-let admin: string;
-beforeAll(async () => {
-  api = await startApi();
-  admin = await api.admin();
-});
-afterAll(() => api.close());
+const { api, admin } = await apiForFile();
 
 const { eventsOf, eventNames, placed, patch } = orderKit(() => api);
 

@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { PaymentMessage } from "@commerce/shared/contract/messages";
 import { paymentMessageFor } from "@commerce/testing/basics";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { apiForFile } from "@commerce/testing/in-process";
 import { applyPaymentMessage } from "./apply";
 import { payInOneStatement } from "./batcher";
 
-let api: ApiHarness;
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(() => api.close());
+const { api } = await apiForFile();
 
 async function newOrder(price = 1999) {
   const product = await api.product({ price });

@@ -1,16 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { unique } from "@commerce/testing/basics";
-import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
+import { apiForFile, problemType } from "@commerce/testing/in-process";
 
-let api: ApiHarness;
-let customer: string;
-let admin: string;
-beforeAll(async () => {
-  api = await startApi();
-  customer = (await api.customer()).token;
-  admin = await api.admin();
-});
-afterAll(() => api.close());
+const { api, admin } = await apiForFile();
+const customer = (await api.customer()).token;
 
 describe("products", () => {
   test("P1: lists one category by id ascending with page, pages, per_page and total", async () => {

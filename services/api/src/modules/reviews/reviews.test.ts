@@ -1,16 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { PaymentMessage } from "@commerce/shared/contract/messages";
 import { paymentMessageFor } from "@commerce/testing/basics";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { apiForFile } from "@commerce/testing/in-process";
 import { applyPaymentMessage, type PaymentKind } from "../payment-inbox/apply";
 
-let api: ApiHarness;
-let admin: string;
-beforeAll(async () => {
-  api = await startApi();
-  admin = await api.admin();
-});
-afterAll(() => api.close());
+const { api, admin } = await apiForFile();
 
 type Placed = { order_id: number; amount: number; currency: string };
 

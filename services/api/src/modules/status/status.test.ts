@@ -1,14 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { RateLimiter } from "@commerce/shared/platform/rate-limit";
-import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
+import { apiForFile, problemType, startApi } from "@commerce/testing/in-process";
 
-let api: ApiHarness;
-let admin: string;
-beforeAll(async () => {
-  api = await startApi();
-  admin = await api.admin();
-});
-afterAll(() => api.close());
+const { api, admin } = await apiForFile();
 
 const figures = [
   "outbox_backlog",

@@ -1,6 +1,6 @@
 import { pageRequestOf } from "@commerce/shared/platform/http/paging";
 import { problems, withResponseHeaders } from "@commerce/shared/platform/openapi";
-import { Elysia, t } from "elysia";
+import { type Context, Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { urlInt } from "../../lib/fields";
 import { auth } from "../auth";
@@ -36,8 +36,15 @@ const deliveryParam = t.Object({
 const admin = "Admin token (scope admin).";
 
 /** H1, H4: the endpoints an admin subscribed, and their delivery log. */
-export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue }: ApiDeps) =>
-  new Elysia({ prefix: "/api/webhook-endpoints", detail: { tags: ["Webhooks"] } })
+export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue }: ApiDeps) => {
+  /** A delivery queued by hand (a test event, a retry): the dispatcher is woken, the answer is 202. */
+  const queued = async <T>(set: Context["set"], delivery: Promise<T>) => {
+    const queuedDelivery = await delivery;
+    webhooksDue();
+    set.status = 202;
+    return queuedDelivery;
+  };
+  return new Elysia({ prefix: "/api/webhook-endpoints", detail: { tags: ["Webhooks"] } })
     .use(auth(verifyToken))
     .post(
       "/",
@@ -132,25 +139,16 @@ export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue }: A
         description: `For 24 hours deliveries carry signatures under both secrets. ${admin}`,
       },
     })
-    .post(
-      "/:id/test",
-      async ({ params, set }) => {
-        const sent = await sendTestEvent(db, params.id);
-        webhooksDue();
-        set.status = 202;
-        return sent;
+    .post("/:id/test", ({ params, set }) => queued(set, sendTestEvent(db, params.id)), {
+      auth: "admin",
+      params: endpointParam,
+      response: { 202: delivery, ...problems(400, 401, 403, 404, 429, 503) },
+      detail: {
+        operationId: "testWebhookEndpoint",
+        summary: "Send a webhook.test event to an endpoint",
+        description: admin,
       },
-      {
-        auth: "admin",
-        params: endpointParam,
-        response: { 202: delivery, ...problems(400, 401, 403, 404, 429, 503) },
-        detail: {
-          operationId: "testWebhookEndpoint",
-          summary: "Send a webhook.test event to an endpoint",
-          description: admin,
-        },
-      },
-    )
+    })
     .get(
       "/:id/deliveries",
       ({ params, query }) =>
@@ -186,12 +184,7 @@ export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue }: A
     )
     .post(
       "/:id/deliveries/:delivery_id/retry",
-      async ({ params, set }) => {
-        const retried = await retryDelivery(db, params.id, params.delivery_id);
-        webhooksDue();
-        set.status = 202;
-        return retried;
-      },
+      ({ params, set }) => queued(set, retryDelivery(db, params.id, params.delivery_id)),
       {
         auth: "admin",
         params: deliveryParam,
@@ -203,3 +196,4 @@ export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue }: A
         },
       },
     );
+};

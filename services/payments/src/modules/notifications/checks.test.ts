@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { signPayload } from "@commerce/shared/contract/signature";
 import { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import { webhookSecret as secret } from "@commerce/testing/basics";
-import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
+import { type PaymentsHarness, paymentsForFile } from "@commerce/testing/in-process";
 import {
   frozenLimiter,
   type NotificationBody,
@@ -13,11 +13,7 @@ import {
   webhookUrl,
 } from "@commerce/testing/payments-requests";
 
-let payments: PaymentsHarness;
-beforeAll(async () => {
-  payments = await startPayments();
-});
-afterAll(() => payments.close());
+const payments = await paymentsForFile();
 
 const limit = 64 * 1024;
 const orderId = () => 2_000_000_000_000 + Math.floor(Math.random() * 7e15);

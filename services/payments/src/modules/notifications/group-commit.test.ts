@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/platform/database";
-import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
+import { paymentsForFile } from "@commerce/testing/in-process";
 import { uniqueOrderId } from "@commerce/testing/payments-requests";
 import { GroupCommit } from "./group-commit";
 import type { StoreInput } from "./service";
 
-let payments: PaymentsHarness;
-beforeAll(async () => {
-  payments = await startPayments();
-});
-afterAll(() => payments.close());
+const payments = await paymentsForFile();
 
 const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 

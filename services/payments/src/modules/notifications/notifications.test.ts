@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { signPayload } from "@commerce/shared/contract/signature";
 import { Metrics } from "@commerce/shared/platform/metrics";
 import { eventually, webhookSecret as secret } from "@commerce/testing/basics";
-import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
+import { paymentsForFile, startPayments } from "@commerce/testing/in-process";
 import {
   collectingLogger,
   frozenLimiter,
@@ -15,11 +15,7 @@ import {
 } from "@commerce/testing/payments-requests";
 import { hangUpMidBody } from "@commerce/testing/raw-http";
 
-let payments: PaymentsHarness;
-beforeAll(async () => {
-  payments = await startPayments();
-});
-afterAll(() => payments.close());
+const payments = await paymentsForFile();
 
 const notificationRow = async (id: string) => {
   const [row] = await payments.sql`select * from payments.notifications where id = ${id}`;

@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { parsePaymentMessage, paymentMessage } from "@commerce/shared/contract/messages";
-import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
+import { paymentsForFile } from "@commerce/testing/in-process";
 import { uniqueOrderId } from "@commerce/testing/payments-requests";
 import { GroupCommit } from "./group-commit";
 
-let payments: PaymentsHarness;
-beforeAll(async () => {
-  payments = await startPayments();
-});
-afterAll(() => payments.close());
+const payments = await paymentsForFile();
 
 describe("the order-paid message built in SQL", () => {
   test("M1, O8: the outbox payload, with provider and payment_ref, the accept statement writes is exactly the shared schema, with the traceparent as a header", async () => {

@@ -1,20 +1,14 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { parseOrderEvent } from "@commerce/shared/contract/messages";
 import { parseTraceparent } from "@commerce/shared/platform/tracing";
 import { paymentMessageFor } from "@commerce/testing/basics";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { apiForFile, startApi } from "@commerce/testing/in-process";
 import { orderKit, type Placed } from "@commerce/testing/orders";
 import { applyPaymentMessage } from "../../payment-inbox/apply";
 import { expireDueOrders } from "../expiry";
 import { transition, transitionMany } from "./transition";
 
-let api: ApiHarness;
-let admin: string;
-beforeAll(async () => {
-  api = await startApi();
-  admin = await api.admin();
-});
-afterAll(() => api.close());
+const { api, admin } = await apiForFile();
 
 const { stockOf, eventsOf, eventNames, order, placed, patch } = orderKit(() => api);
 
