@@ -69,7 +69,9 @@ export async function recordAttempts(sql: Sql, config: WebhookConfig, attempts: 
         status = r.status,
         next_attempt_at = now() + make_interval(secs => r.delay)
       from result r join ep on ep.id = r.endpoint_id
-      where d.id = r.delivery_id and d.leased_until = r.lease::timestamptz
+      -- The ids as a list too: the deliveries are found by primary key, whatever the statistics.
+      where d.id = any(${ids}::bigint[]) and d.id = r.delivery_id
+        and d.leased_until = r.lease::timestamptz
       returning d.id, d.endpoint_id, d.order_id, d.status
     ), promoted as (
       -- H5: the order's next delivery, never attempted, waited behind this one: due now.

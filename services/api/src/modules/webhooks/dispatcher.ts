@@ -189,16 +189,21 @@ export class WebhookDispatcher {
           limit 1
         ) ahead on true
       ), waiting as (
-        select d.id, j.ahead_until from api.webhook_deliveries d join judged j using (id)
-        where j.ahead_until is not null and d.next_attempt_at = j.next_attempt_at
-        for update of d skip locked
+        -- Unchanged since it was read: a record that made it due meanwhile wins.
+        select d.id, j.ahead_until from judged j cross join lateral (
+          select d.id from api.webhook_deliveries d
+          where d.id = j.id and d.next_attempt_at = j.next_attempt_at
+          for update skip locked
+        ) d
+        where j.ahead_until is not null
       ), deferred as (
         -- Not before the earlier one is attempted again; a lease's length at least, as the
         -- earlier one may be claimed in this very statement.
         update api.webhook_deliveries d
-        set next_attempt_at = greatest(w.ahead_until, now() + make_interval(secs => ${leaseSeconds}))
-        from waiting w
-        where d.id = w.id
+        set next_attempt_at = greatest(
+          (select w.ahead_until from waiting w where w.id = d.id),
+          now() + make_interval(secs => ${leaseSeconds}))
+        where d.id = any(array(select id from waiting))
       ), chosen as (
         select id from (
           select j.id, j.room,
@@ -210,16 +215,21 @@ export class WebhookDispatcher {
         order by c.rank, c.id
         limit ${limit}::int
       ), locked as (
-        select id from api.webhook_deliveries
-        where id in (select id from chosen) and status = 'pending' and next_attempt_at <= now()
-          and (leased_until is null or leased_until <= now())
-        for update skip locked
+        -- Row by row by primary key (a lateral probe, whatever the statistics), and without
+        -- "status = 'pending'", which would let a planner whose statistics predate the backlog
+        -- scan a partial index whole for each id instead.
+        select d.id from chosen c cross join lateral (
+          select d.id from api.webhook_deliveries d
+          where d.id = c.id and d.status not in ('succeeded', 'failed')
+            and d.next_attempt_at <= now() and (d.leased_until is null or d.leased_until <= now())
+          for update skip locked
+        ) d
       )
       update api.webhook_deliveries d
       set leased_until = now() + make_interval(secs => ${leaseSeconds}),
         next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
-      from locked, api.webhook_endpoints e
-      where d.id = locked.id and e.id = d.endpoint_id
+      from api.webhook_endpoints e
+      where d.id = any(array(select id from locked)) and e.id = d.endpoint_id
       returning d.id, d.endpoint_id, d.event_type, d.message_id, d.payload, d.attempts,
         to_char(d.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
         d.leased_until::text as lease, e.url, e.secret,
