@@ -74,7 +74,7 @@ export class WebhookDispatcher {
     this.perEndpoint = options.perEndpoint ?? 8;
     this.capacity = options.inFlight ?? 64;
     this.pollMs = options.pollMs ?? 1000;
-    this.claimSpacingMs = options.claimSpacingMs ?? 10;
+    this.claimSpacingMs = options.claimSpacingMs ?? 50;
     this.scanPerEndpoint = options.scanPerEndpoint ?? 4 * this.perEndpoint;
     this.recorder = new AttemptRecorder(deps.sql, deps.config);
   }
