@@ -268,12 +268,20 @@ export const webhookDeliveries = api.table(
   (table) => [
     // H6: one delivery per event and endpoint, whoever writes it and however often.
     uniqueIndex("webhook_deliveries_endpoint_message_idx").on(table.endpointId, table.messageId),
-    index("webhook_deliveries_due_idx")
-      .on(table.nextAttemptAt)
+    // H5: a claim reads each endpoint's due deliveries in this order and stops after a few, so
+    // its cost does not grow with the backlog; a delivery leased or waiting behind an earlier one
+    // of its order is not due (its `next_attempt_at` is in the future), so it is not read again.
+    index("webhook_deliveries_endpoint_due_idx")
+      .on(table.endpointId, table.nextAttemptAt, table.id)
       .where(sql`${table.status} = 'pending'`),
-    // H5: the earlier pending delivery of the same order to the same endpoint, found by index.
+    // H5: the attempts in flight per endpoint, counted from the few rows that hold a lease.
+    index("webhook_deliveries_leased_idx")
+      .on(table.endpointId, table.leasedUntil)
+      .where(sql`${table.status} = 'pending' and ${table.leasedUntil} is not null`),
+    // H5: the earlier pending delivery of the same order to the same endpoint, found by index;
+    // `webhook.test` events (no order) are one queue per endpoint, order 0.
     index("webhook_deliveries_order_queue_idx")
-      .on(table.endpointId, table.orderId, table.id)
+      .on(table.endpointId, sql`coalesce(${table.orderId}, 0)`, table.id)
       .where(sql`${table.status} = 'pending'`),
     index("webhook_deliveries_endpoint_status_id_idx").on(table.endpointId, table.status, table.id),
   ],

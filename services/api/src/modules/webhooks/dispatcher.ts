@@ -1,7 +1,7 @@
 import type { Sql } from "@commerce/shared/platform/database";
 import { describeError, type Logger } from "@commerce/shared/platform/logger";
 import type { WebhookConfig } from "../../config";
-import { recordAttempt } from "./attempt-record";
+import { AttemptRecorder } from "./attempt-record";
 import type { WebhookMetrics } from "./metrics";
 import { sendDelivery } from "./sender";
 import { signDelivery } from "./signature";
@@ -34,6 +34,8 @@ export type DispatcherOptions = {
   pollMs?: number;
   /** The least time between two claims: attempts finishing one by one share a claim. */
   claimSpacingMs?: number;
+  /** Due deliveries a claim reads per endpoint: a bound on its cost, whatever the backlog. */
+  scanPerEndpoint?: number;
 };
 
 /**
@@ -43,12 +45,15 @@ export type DispatcherOptions = {
  * lease that expires, and the delivery is attempted again with the same `webhook-id`. A
  * delivery waits while an earlier one of the same order to the same endpoint is pending (H5);
  * each endpoint has its own bounded number of attempts in flight, so a slow one delays no other.
+ * Attempts are recorded in batches (`AttemptRecorder`): a round of attempts, one statement.
  */
 export class WebhookDispatcher {
   private readonly perEndpoint: number;
   private readonly capacity: number;
   private readonly pollMs: number;
   private readonly claimSpacingMs: number;
+  private readonly scanPerEndpoint: number;
+  private readonly recorder: AttemptRecorder;
   private lastClaim = 0;
   private spaced?: Timer;
   private readonly inFlight = new Set<Promise<void>>();
@@ -70,6 +75,8 @@ export class WebhookDispatcher {
     this.capacity = options.inFlight ?? 64;
     this.pollMs = options.pollMs ?? 1000;
     this.claimSpacingMs = options.claimSpacingMs ?? 50;
+    this.scanPerEndpoint = options.scanPerEndpoint ?? 4 * this.perEndpoint;
+    this.recorder = new AttemptRecorder(deps.sql, deps.config);
   }
 
   start() {
@@ -85,7 +92,7 @@ export class WebhookDispatcher {
       this.again = true;
       return;
     }
-    // The claim reads every pending delivery: under load, one claim per spacing, not per attempt.
+    // Under load, attempts and order moves that end close together share one claim.
     const wait = this.lastClaim + this.claimSpacingMs - performance.now();
     if (wait > 0) {
       this.spaced = setTimeout(() => {
@@ -140,48 +147,89 @@ export class WebhookDispatcher {
   }
 
   /**
-   * One statement: the due deliveries of enabled endpoints that no earlier pending delivery of
-   * the same order waits before (H5), at most `perEndpoint` in flight per endpoint, leased for
-   * the attempt's timeout and a margin. `skip locked` and the lease re-checked on the locked row
-   * make two replicas claiming at once take different rows (H6).
+   * One statement, whose cost depends on the number of enabled endpoints, not on the backlog:
+   * for each enabled endpoint with a free slot (at most `perEndpoint` unexpired leases), its first
+   * `scanPerEndpoint` due deliveries in index order. One whose order has an earlier pending
+   * delivery at that endpoint (H5) is not due until that one's next attempt (or the end of its
+   * lease): its `next_attempt_at` is moved there, so later claims do not read it again, and the
+   * attempt record makes it due at once when the earlier one is done. The others are leased for
+   * the attempt's timeout and a margin; `next_attempt_at` moves to the lease's end too, so a
+   * delivery in flight is not read again either, and is due again only if its lease runs out.
+   * `skip locked` and the due and lease checks repeated on the locked row make two replicas
+   * claiming at once take different rows (H6).
    */
-  private async claim(limit: number): Promise<Claimed[]> {
+  async claim(limit: number): Promise<Claimed[]> {
     const { sql, config } = this.deps;
     const leaseSeconds = config.timeoutSeconds + leaseMarginSeconds;
     return sql<Claimed[]>`
-      with queue_head as (
-        -- H5: only the first pending delivery of each order (per endpoint) may be attempted.
-        -- One ordered pass over the pending rows, whatever the table's statistics say.
-        select distinct on (endpoint_id, order_id) id, endpoint_id, next_attempt_at, leased_until
-        from api.webhook_deliveries
-        where status = 'pending'
-        order by endpoint_id, order_id, id
-      ), in_flight as (
-        select endpoint_id, count(*)::int as n from queue_head
-        where leased_until > now()
-        group by endpoint_id
-      ), candidate as (
-        select h.id, h.endpoint_id,
-          row_number() over (partition by h.endpoint_id order by h.next_attempt_at, h.id) as rank
-        from queue_head h
-        join api.webhook_endpoints e on e.id = h.endpoint_id and e.status = 'enabled'
-        where h.next_attempt_at <= now()
-          and (h.leased_until is null or h.leased_until <= now())
+      with endpoint as materialized (
+        select e.id, ${this.perEndpoint}::int - (
+          select count(*)::int from api.webhook_deliveries l
+          where l.endpoint_id = e.id and l.status = 'pending' and l.leased_until > now()
+        ) as room
+        from api.webhook_endpoints e
+        where e.status = 'enabled'
+      ), due as (
+        select d.*, e.room from endpoint e cross join lateral (
+          select d.id, d.endpoint_id, d.order_id, d.next_attempt_at, d.leased_until
+          from api.webhook_deliveries d
+          where d.endpoint_id = e.id and d.status = 'pending' and d.next_attempt_at <= now()
+          order by d.next_attempt_at, d.id
+          limit ${this.scanPerEndpoint}::int
+        ) d
+        where e.room > 0
+      ), judged as (
+        -- H5: the earliest pending delivery of the same order before it, if there is one.
+        select due.*, ahead.next_attempt_at as ahead_until
+        from due left join lateral (
+          select a.next_attempt_at from api.webhook_deliveries a
+          where a.endpoint_id = due.endpoint_id and a.status = 'pending'
+            and coalesce(a.order_id, 0) = coalesce(due.order_id, 0) and a.id < due.id
+          order by a.id
+          limit 1
+        ) ahead on true
+      ), waiting as (
+        -- Unchanged since it was read: a record that made it due meanwhile wins.
+        select d.id, j.ahead_until from judged j cross join lateral (
+          select d.id from api.webhook_deliveries d
+          where d.id = j.id and d.next_attempt_at = j.next_attempt_at
+          for update skip locked
+        ) d
+        where j.ahead_until is not null
+      ), deferred as (
+        -- Not before the earlier one is attempted again; a lease's length at least, as the
+        -- earlier one may be claimed in this very statement.
+        update api.webhook_deliveries d
+        set next_attempt_at = greatest(
+          (select w.ahead_until from waiting w where w.id = d.id),
+          now() + make_interval(secs => ${leaseSeconds}))
+        where d.id = any(array(select id from waiting))
       ), chosen as (
-        select c.id from candidate c left join in_flight f using (endpoint_id)
-        where c.rank <= ${this.perEndpoint} - coalesce(f.n, 0)
+        select id from (
+          select j.id, j.room,
+            row_number() over (partition by j.endpoint_id order by j.next_attempt_at, j.id) as rank
+          from judged j
+          where j.ahead_until is null and (j.leased_until is null or j.leased_until <= now())
+        ) c
+        where c.rank <= c.room
         order by c.rank, c.id
-        limit ${limit}
+        limit ${limit}::int
       ), locked as (
-        select id from api.webhook_deliveries
-        where id in (select id from chosen) and status = 'pending'
-          and (leased_until is null or leased_until <= now())
-        for update skip locked
+        -- Row by row by primary key (a lateral probe, whatever the statistics), and without
+        -- "status = 'pending'", which would let a planner whose statistics predate the backlog
+        -- scan a partial index whole for each id instead.
+        select d.id from chosen c cross join lateral (
+          select d.id from api.webhook_deliveries d
+          where d.id = c.id and d.status not in ('succeeded', 'failed')
+            and d.next_attempt_at <= now() and (d.leased_until is null or d.leased_until <= now())
+          for update skip locked
+        ) d
       )
       update api.webhook_deliveries d
-      set leased_until = now() + make_interval(secs => ${leaseSeconds})
-      from locked, api.webhook_endpoints e
-      where d.id = locked.id and e.id = d.endpoint_id
+      set leased_until = now() + make_interval(secs => ${leaseSeconds}),
+        next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
+      from api.webhook_endpoints e
+      where d.id = any(array(select id from locked)) and e.id = d.endpoint_id
       returning d.id, d.endpoint_id, d.event_type, d.message_id, d.payload, d.attempts,
         to_char(d.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
         d.leased_until::text as lease, e.url, e.secret,
@@ -209,7 +257,7 @@ export class WebhookDispatcher {
       config.timeoutSeconds * 1000,
       config,
     );
-    const outcome = await recordAttempt(this.deps.sql, config, delivery, result).catch((error) => {
+    const outcome = await this.recorder.record(delivery, result).catch((error) => {
       // The lease expires and the attempt is made again: at least once, never lost (H6).
       logger.warn("webhook attempt not recorded", {
         delivery_id: delivery.id,

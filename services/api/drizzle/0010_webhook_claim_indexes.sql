@@ -1,0 +1,5 @@
+DROP INDEX "api"."webhook_deliveries_due_idx";--> statement-breakpoint
+DROP INDEX "api"."webhook_deliveries_order_queue_idx";--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_endpoint_due_idx" ON "api"."webhook_deliveries" USING btree ("endpoint_id","next_attempt_at","id") WHERE "api"."webhook_deliveries"."status" = 'pending';--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_leased_idx" ON "api"."webhook_deliveries" USING btree ("endpoint_id","leased_until") WHERE "api"."webhook_deliveries"."status" = 'pending' and "api"."webhook_deliveries"."leased_until" is not null;--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_order_queue_idx" ON "api"."webhook_deliveries" USING btree ("endpoint_id",coalesce("order_id", 0),"id") WHERE "api"."webhook_deliveries"."status" = 'pending';
