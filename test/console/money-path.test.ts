@@ -26,7 +26,16 @@ beforeAll(async () => {
   });
 }, 60_000);
 
+/**
+ * The endpoints this file makes, deleted after it: an endpoint left enabled in the shared test
+ * database would have every later test's dispatcher deliver to it.
+ */
+const madeEndpoints: number[] = [];
+
 afterAll(async () => {
+  if (con && madeEndpoints.length)
+    await con.stack
+      .sql`delete from api.webhook_endpoints where id in ${con.stack.sql(madeEndpoints)}`;
   await con?.close();
 });
 
@@ -110,6 +119,7 @@ describe("U3 webhook endpoints", () => {
       const shown = await page.$eval(".secret", (element) => element.textContent ?? "");
       const secret = shown.match(/whsec_[A-Za-z0-9+/=]+/)?.[0];
       const id = Number(shown.match(/Endpoint (\d+) created/)?.[1]);
+      madeEndpoints.push(id);
       expect(secret).toBeDefined();
 
       const order = await con.stack.newOrder(1800);
@@ -227,6 +237,7 @@ describe("U5 every view", () => {
       events: ["*"],
       description: "Warehouse",
     });
+    madeEndpoints.push(endpoint.json.id);
     const order = await con.stack.newOrder(3250, 2);
     await con.stack.notify(succeeded(order));
     await con.stack.paid(order.order_id);
