@@ -51,8 +51,10 @@ export function pageOf<T>(items: T[], total: number, { page, perPage }: PageRequ
 }
 
 /**
- * A page read with `count(*) over ()`: its rows carry the total, except a page past the end,
- * which has no rows to carry it, so `countAll` is asked instead.
+ * A page read with `count(*) over ()`: its rows carry the total, from the page's own snapshot.
+ * An empty first page means nothing matched then: total 0. An empty later page is past the end
+ * and has no rows to carry it, so `countAll` is asked instead (a second statement, so a total
+ * of a moment later).
  */
 export async function pageFromWindow<Row extends { total: number }, Item>(
   rows: Row[],
@@ -60,6 +62,6 @@ export async function pageFromWindow<Row extends { total: number }, Item>(
   paging: PageRequest,
   toItem: (row: Row) => Item,
 ) {
-  const total = rows[0]?.total ?? (await countAll())[0].total;
+  const total = rows[0]?.total ?? (paging.page === 1 ? 0 : (await countAll())[0].total);
   return pageOf(rows.map(toItem), total, paging);
 }
