@@ -39,22 +39,26 @@ afterAll(async () => {
   await con?.close();
 });
 
+/** The open review of an order, once the api has opened it (open reviews come newest first). */
+const openReviewOf = (orderId: number, what: string) =>
+  eventually(
+    async () => {
+      const { json } = await con.stack.callApi(
+        "GET",
+        "/api/payment-reviews?status=open&per_page=100",
+        con.stack.admin,
+      );
+      return json.items.find((r: any) => r.order_id === orderId);
+    },
+    15_000,
+    what,
+  );
+
 describe("U3 payment reviews and notifications", () => {
   test("U3 a mismatch review is applied with a note, accepting the amount received", async () => {
     const order = await con.stack.newOrder(5000);
     expect((await con.stack.notify(succeeded(order, { amount: 4500 }))).status).toBe(200);
-    const review = await eventually(
-      async () => {
-        const { json } = await con.stack.callApi(
-          "GET",
-          "/api/payment-reviews?status=open&per_page=100",
-          con.stack.admin,
-        );
-        return json.items.find((r: any) => r.order_id === order.order_id);
-      },
-      15_000,
-      "the mismatch review",
-    );
+    const review = await openReviewOf(order.order_id, "the mismatch review");
 
     const page = await con.signedIn();
     await click(page, "link", "Payment reviews");
@@ -243,18 +247,7 @@ describe("U5 every view", () => {
     await con.stack.paid(order.order_id);
     await con.stack.notify(succeeded(order, { amount: 100, id: unique("evt") }));
     // The second payment's review: the order's timeline links to it, and it has its own view.
-    const review = await eventually(
-      async () => {
-        const { json } = await con.stack.callApi(
-          "GET",
-          "/api/payment-reviews?status=open&per_page=100",
-          con.stack.admin,
-        );
-        return json.items.find((r: any) => r.order_id === order.order_id);
-      },
-      15_000,
-      "the second payment's review",
-    );
+    const review = await openReviewOf(order.order_id, "the second payment's review");
     await con.everyWidth("/console", "orders", (page) => heading(page, "Orders"));
     await con.everyWidth(`/console/orders/${order.order_id}`, "order", (page) =>
       sees(page, "Show raw body"),
