@@ -8,31 +8,20 @@ export type LogOutputOptions = {
   maxPending?: number;
   /** Called once per dropped line (the services count it: `log_lines_dropped_total`). */
   onDrop?: () => void;
-  /** How long a line may wait for others to share its write (default 10 ms). */
-  flushAfterMs?: number;
 };
-
-/** Pending text past which a write starts at once instead of waiting for `flushAfterMs`. */
-const flushAtChars = 64 * 1024;
 
 /**
  * Log lines to stdout that cannot grow the process's memory without bound when the reader falls
- * behind (a log collector that stalls): the lines of up to `flushAfterMs` (or 64 KiB of them) go
- * out as one write, one write in flight at a time; while it waits, at most `maxPending` characters queue up
+ * behind (a log collector that stalls): the lines of one turn of the event loop go out as one
+ * write, one write in flight at a time; while it waits, at most `maxPending` characters queue up
  * and later lines are dropped and counted. `process.stdout.write` instead buffers whatever the
  * pipe does not take, inside Bun, without telling (its `writableLength` stays 0).
  */
-export function logOutput({
-  fd = 1,
-  maxPending = 1 << 20,
-  onDrop,
-  flushAfterMs = 10,
-}: LogOutputOptions = {}) {
+export function logOutput({ fd = 1, maxPending = 1 << 20, onDrop }: LogOutputOptions = {}) {
   let pending: string[] = [];
   let pendingLength = 0;
   let writing = false;
-  let scheduled: "soon" | "now" | false = false;
-  let timer: Timer | undefined;
+  let scheduled = false;
   let dropped = 0;
   const idle: (() => void)[] = [];
 
@@ -42,13 +31,11 @@ export function logOutput({
       if (!error && written < chunk.length) return void writeAll(chunk.subarray(written));
       // Lines a closed or failing stdout did not take are lost like those dropped.
       writing = false;
-      if (pending.length === 0) pump();
-      else schedule();
+      pump();
     });
 
   const pump = () => {
     scheduled = false;
-    clearTimeout(timer);
     if (writing) return;
     if (pending.length === 0) {
       for (const resolve of idle.splice(0)) resolve();
@@ -69,24 +56,11 @@ export function logOutput({
     }
     pending.push(text);
     pendingLength += text.length;
-    if (!writing) schedule();
-  };
-
-  // Every write is a system call done on a thread of Bun's pool: one per turn of the event loop
-  // was 8% of the api's CPU on a product read (bench/read-cost.ts), so a line waits up to
-  // `flushAfterMs` for others to share its write.
-  function schedule() {
-    if (scheduled === "now") return;
-    if (pendingLength >= flushAtChars) {
-      clearTimeout(timer);
-      scheduled = "now";
+    if (!writing && !scheduled) {
+      scheduled = true;
       setImmediate(pump);
-    } else if (!scheduled) {
-      scheduled = "soon";
-      timer = setTimeout(pump, flushAfterMs);
-      timer.unref();
     }
-  }
+  };
 
   /** Resolves once every line so far is written, or after `timeoutMs` (a stalled reader). */
   const flushed = (timeoutMs: number) =>
