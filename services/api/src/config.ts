@@ -57,6 +57,8 @@ export const apiEnv = Type.Object({
 
 export type ApiConfig = ReturnType<typeof loadConfig>;
 export type WebhookConfig = ApiConfig["webhooks"];
+/** N5: unpaid orders and units of one tracked product a customer may hold; 0 = no limit. */
+export type HoldLimits = ApiConfig["holds"];
 
 export function loadConfig(env: Env) {
   const vars = parseEnv(apiEnv, env);

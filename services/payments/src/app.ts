@@ -5,18 +5,16 @@ import { requestLog } from "@commerce/shared/platform/http/request-log";
 import { urlText } from "@commerce/shared/platform/http/url-text";
 import { openapiDocs } from "@commerce/shared/platform/openapi";
 import { operationalRoutes } from "@commerce/shared/platform/operational-routes";
+import { deadOutboxController } from "@commerce/shared/platform/outbox/dead-outbox";
 import { clientIp, rateLimitKey } from "@commerce/shared/platform/rate-limit";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "./deps";
 import { consoleCors } from "./lib/console-cors";
+import { operatorRealm } from "./lib/operator-realm";
 import { notificationsController } from "./modules/notifications";
-import {
-  deadOutboxController,
-  operatorController,
-  operatorRealm,
-  statusController,
-} from "./modules/operator";
+import { operatorController } from "./modules/operator";
 import { providersOf } from "./modules/providers";
+import { statusController } from "./modules/status";
 
 export function createApp(deps: PaymentsDeps) {
   const providers = providersOf(deps.webhook, deps.providers);
@@ -80,7 +78,13 @@ export function createApp(deps: PaymentsDeps) {
       )
       .use(notificationsController(deps, providers))
       .use(operatorController(deps))
-      .use(deadOutboxController(deps))
+      .use(
+        deadOutboxController(
+          bearerAuth(deps.verifyToken, operatorRealm),
+          deps.deadOutbox,
+          "Operator",
+        ),
+      )
       .use(statusController(deps))
   );
 }

@@ -1,14 +1,14 @@
 import type { MessageTopology } from "@commerce/shared/contract/messages";
 import type { TokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
 import type { Sql } from "@commerce/shared/platform/database";
-import type { DeadOutboxSource } from "@commerce/shared/platform/dead-outbox";
 import type { Logger } from "@commerce/shared/platform/logger";
 import type { Metrics } from "@commerce/shared/platform/metrics";
 import type { ReadinessCheck } from "@commerce/shared/platform/operational-routes";
+import type { DeadOutboxSource } from "@commerce/shared/platform/outbox/dead-outbox";
 import type { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import type { Tracer } from "@commerce/shared/platform/tracing";
-import type { WebhookSettings } from "./modules/notifications/service";
 import type { ProviderSettings } from "./modules/providers";
+import type { WebhookSettings } from "./modules/providers/provider";
 
 /** What the payments routes need; `createService` builds it, tests may replace parts of it. */
 export type PaymentsDeps = {

@@ -1,7 +1,6 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import type { JetStreamManager } from "nats";
 import { type MessageTopology, messageTopology, ownStreamOf } from "../contract/messages";
-import { OutboxRelay } from "../contract/outbox";
 import type { CommonConfig } from "./config";
 import { connectDatabase, migrateSchema } from "./database";
 import { logOutput } from "./log-output";
@@ -9,6 +8,7 @@ import { createLogger, describeError, type LogSink } from "./logger";
 import { Metrics } from "./metrics";
 import { ensureStream, NatsLink, StreamReplicasError } from "./nats";
 import type { ReadinessCheck } from "./operational-routes";
+import { OutboxRelay } from "./outbox/relay";
 import { runSteps } from "./process-exit";
 import { createTracer } from "./tracing";
 

@@ -1,4 +1,4 @@
-import { outboxTable } from "@commerce/shared/contract/outbox-table";
+import { outboxTable } from "@commerce/shared/platform/outbox/table";
 import { sql } from "drizzle-orm";
 import {
   bigint,

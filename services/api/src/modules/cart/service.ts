@@ -1,7 +1,8 @@
-import { NotFoundError } from "@commerce/shared/platform/errors";
+import { ConflictError, NotFoundError } from "@commerce/shared/platform/errors";
 import { and, asc, eq, sql } from "drizzle-orm";
-import type { Database } from "../../db";
+import type { Database, Executor } from "../../db";
 import { cartItems, products } from "../../db/schema";
+import { type OrderSettings, placeOrder } from "../orders/placing";
 import type { CartItem } from "./model";
 
 export async function getCart(db: Database, customerId: string) {
@@ -56,3 +57,28 @@ export async function removeCartItem(
     .returning({ productId: cartItems.productId });
   if (removed.length === 0) throw new NotFoundError(`Product ${productId} is not in the cart`);
 }
+
+/**
+ * C4: an order of the cart's lines at current prices (the stock rule of R1 applies), and the
+ * cart emptied, in one transaction (a savepoint when the caller's R2 transaction holds one). The
+ * cart's rows are locked first, so two checkouts of one cart make one order and the second
+ * finds the cart empty.
+ */
+export const checkout = (
+  executor: Executor,
+  settings: OrderSettings,
+  customerId: string,
+  { admin = false } = {},
+) =>
+  executor.transaction(async (tx) => {
+    const lines = await tx
+      .select({ product_id: cartItems.productId, qty: cartItems.qty })
+      .from(cartItems)
+      .where(eq(cartItems.customerId, customerId))
+      .orderBy(asc(cartItems.productId))
+      .for("update");
+    if (lines.length === 0) throw new ConflictError("The cart is empty");
+    const placed = await placeOrder(tx, settings, customerId, lines, { admin });
+    await tx.delete(cartItems).where(eq(cartItems.customerId, customerId));
+    return placed;
+  });

@@ -1,10 +1,10 @@
 import { ConflictError } from "@commerce/shared/platform/errors";
+import type { HoldLimits } from "../../config";
 import type { Executor } from "../../db";
 import { clientOf } from "../../lib/prepared";
 import type { OrderLine } from "./model";
 
 /** N5: `HOLD_MAX_ORDERS`, `HOLD_MAX_UNITS`; 0 turns a limit off. */
-export type HoldLimits = { maxOrders: number; maxUnits: number };
 
 export const holdLimitsApply = (holds: HoldLimits | undefined): holds is HoldLimits =>
   !!holds && (holds.maxOrders > 0 || holds.maxUnits > 0);

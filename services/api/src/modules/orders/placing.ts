@@ -1,9 +1,10 @@
 import type { MessageTopology } from "@commerce/shared/contract/messages";
 import { ConflictError, NotFoundError, ValidationError } from "@commerce/shared/platform/errors";
+import type { HoldLimits } from "../../config";
 import type { Database, Executor } from "../../db";
 import { once } from "../../lib/idempotency";
 import { clientOf } from "../../lib/prepared";
-import { type HoldLimits, holdLimitsApply, withinHoldLimits } from "./holds";
+import { holdLimitsApply, withinHoldLimits } from "./holds";
 import type { Order, OrderLine } from "./model";
 import { type ItemRow, type OrderRow, toOrder } from "./order-rows";
 import { orderEventWrites } from "./state/order-events";

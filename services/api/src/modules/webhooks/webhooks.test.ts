@@ -554,7 +554,7 @@ describe("nothing lost", () => {
     const hook = await receiver();
     const endpoint = await subscribe(hook.url, ["orders.paid"]);
     const orderId = await paidOrder();
-    const { enqueueDeliveries } = await import("./deliveries");
+    const { enqueueDeliveries } = await import("./fan-out");
     await enqueueDeliveries(api.db, [
       { type: "orders.paid", messageId: `order-paid-${orderId}`, orderId, payload: {} },
     ]);

@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/platform/database";
 import { paymentsForFile } from "@commerce/testing/in-process";
 import { uniqueOrderId } from "@commerce/testing/payments-requests";
+import type { StoreInput } from "./group-commit";
 import { GroupCommit } from "./group-commit";
-import type { StoreInput } from "./service";
 
 const payments = await paymentsForFile();
 

@@ -1,6 +1,17 @@
 import type { Sql } from "@commerce/shared/platform/database";
 import { messagePayload } from "../../lib/outbox-message";
-import type { StoreInput } from "./service";
+import type { ParsedNotification, PaymentProvider } from "../providers/provider";
+
+export type StoreInput = {
+  provider: PaymentProvider["name"];
+  notification: ParsedNotification;
+  rawBody: string;
+  sourceIp: string;
+  /** O8: the trace context of the request that delivered it, sent on with its message. */
+  traceparent: string | null;
+  /** Where this notification's message goes; undefined for one that makes none (G2). */
+  messageSubject: string | undefined;
+};
 
 /** What one request's notifications came to (W5, W8, Y3). */
 export type StoreResult = {

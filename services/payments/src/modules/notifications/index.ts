@@ -11,15 +11,15 @@ import { formatTraceparent, inSpan } from "@commerce/shared/platform/tracing";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../deps";
 import { messageSubjectOf } from "../../lib/outbox-message";
-import type { ParsedNotification, PaymentProvider } from "../providers/provider";
-import { GroupCommit } from "./group-commit";
 import {
   CredentialsRejectedError,
   InvalidNotificationError,
+  type ParsedNotification,
+  type PaymentProvider,
   type RejectionReason,
   SignatureRejectedError,
-  type StoreInput,
-} from "./service";
+} from "../providers/provider";
+import { GroupCommit, type StoreInput } from "./group-commit";
 
 const statusReasons: Record<number, RejectionReason> = {
   413: "too_large",

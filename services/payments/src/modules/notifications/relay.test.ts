@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { OutboxRelay } from "@commerce/shared/contract/outbox";
 import { connectDatabase } from "@commerce/shared/platform/database";
 import { createLogger } from "@commerce/shared/platform/logger";
 import { ensureStream, NatsLink } from "@commerce/shared/platform/nats";
+import { OutboxRelay } from "@commerce/shared/platform/outbox/relay";
 import { eventually, testNatsUrl } from "@commerce/testing/basics";
 import { type PaymentsHarness, startPayments } from "@commerce/testing/in-process";
 import {

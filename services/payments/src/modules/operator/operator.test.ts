@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { OutboxRelay } from "@commerce/shared/contract/outbox";
 import { createLogger } from "@commerce/shared/platform/logger";
 import { ensureStream, NatsLink } from "@commerce/shared/platform/nats";
+import { OutboxRelay } from "@commerce/shared/platform/outbox/relay";
 import { eventually, testNatsUrl, token, unique } from "@commerce/testing/basics";
 import { type PaymentsHarness, problemType, startPayments } from "@commerce/testing/in-process";
 import {

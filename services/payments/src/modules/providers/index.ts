@@ -1,8 +1,7 @@
 import type { Static, TObject } from "@sinclair/typebox";
-import type { WebhookSettings } from "../notifications/service";
 import { type AdyenSettings, adyen } from "./adyen";
 import { generic } from "./generic";
-import type { PaymentProvider } from "./provider";
+import type { PaymentProvider, WebhookSettings } from "./provider";
 import { type StripeSettings, stripe } from "./stripe";
 
 /** G1: the providers one configures; each is off (its route 404) until its secrets are set. */

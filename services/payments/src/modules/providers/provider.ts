@@ -1,5 +1,109 @@
 import type { PaymentEvent, PaymentProviderName } from "@commerce/shared/contract/messages";
-import type { Static, TObject, TProperties } from "@sinclair/typebox";
+import type { SignatureRejection } from "@commerce/shared/contract/signature";
+import {
+  type FieldError,
+  UnauthorizedError,
+  ValidationError,
+} from "@commerce/shared/platform/errors";
+import { parseJsonBytes } from "@commerce/shared/platform/http/body";
+import { isCleanText } from "@commerce/shared/platform/http/fields";
+import type { Static, TObject, TProperties, TSchema } from "@sinclair/typebox";
+import type { TypeCheck } from "@sinclair/typebox/compiler";
+
+// Stripe's events are far below this; a Checkout Session with many line items stays within.
+export const providerBodyLimit = 256 * 1024;
+
+export type WebhookSettings = { secrets: string[]; toleranceSeconds: number };
+
+/** Why a notification was turned away (W1, W9): the `reason` of its log line and metric. */
+export type RejectionReason =
+  | "too_large"
+  | "unsupported_media_type"
+  | "rate_limited"
+  | `signature_${SignatureRejection}`
+  | "credentials"
+  | "invalid_json"
+  | "invalid_schema";
+
+const signatureProblems: Record<SignatureRejection, string> = {
+  missing: "header is missing",
+  malformed: "header is malformed",
+  stale: "timestamp is older than the tolerance",
+  future: "timestamp is further ahead than the tolerance",
+  mismatch: "does not match the body",
+};
+
+/** 401: the provider's signature is missing or wrong (W2, S1, Y1); `what` names it. */
+export class SignatureRejectedError extends UnauthorizedError {
+  constructor(
+    readonly reason: SignatureRejection,
+    what = "X-Signature",
+  ) {
+    super(`The ${what} ${signatureProblems[reason]}`);
+  }
+}
+
+/** 401: HTTP Basic credentials the provider was configured with are missing or wrong (Y1). */
+export class CredentialsRejectedError extends UnauthorizedError {
+  constructor(realm: string) {
+    super("Missing or invalid HTTP Basic credentials", {
+      "www-authenticate": `Basic realm="${realm}"`,
+    });
+  }
+}
+
+export class InvalidNotificationError extends ValidationError {
+  constructor(
+    readonly reason: "invalid_json" | "invalid_schema",
+    detail: string,
+    errors?: FieldError[],
+    /** What could be read of the body, for the log line only. */
+    readonly partial: { event?: string; order_id?: number } = {},
+  ) {
+    super(detail, errors);
+  }
+}
+
+/** The body as a JSON object, or 400: every provider sends one object per request. */
+export function parseJsonObject(rawBody: Uint8Array): { text: string; value: object } {
+  const parsed = parseJsonBytes(rawBody);
+  if (!parsed)
+    throw new InvalidNotificationError("invalid_json", "The request body is not valid JSON");
+  const { text, value } = parsed;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new InvalidNotificationError("invalid_schema", "The request body is invalid", [
+      { path: "", message: "The body must be a JSON object" },
+    ]);
+  return { text, value };
+}
+
+/**
+ * Text PostgreSQL can store as sent: well-formed Unicode without NUL (else the insert fails), and
+ * (N9) without control characters.
+ */
+export const storable = (value: string) => isCleanText(value);
+
+/** One entry per offending field, with the schema's own `error` message where it has one. */
+export function schemaErrors<T extends TSchema>(check: TypeCheck<T>, data: unknown): FieldError[] {
+  const errors: FieldError[] = [];
+  if (!check.Check(data))
+    for (const error of check.Errors(data)) {
+      // A schema's own `error` names the field; with an empty `path` (a list's items), the field
+      // is where the check failed.
+      const custom = (error.schema as { error?: FieldError }).error;
+      const found = { path: custom?.path || error.path, message: custom?.message ?? error.message };
+      if (!errors.some((known) => known.path === found.path)) errors.push(found);
+    }
+  return errors;
+}
+
+/** G2: an order reference as a positive integer, else null (the notification names no order). */
+export function orderIdOf(reference: unknown): number | null {
+  const text = typeof reference === "number" ? String(reference) : reference;
+  if (typeof text !== "string" || !/^[1-9][0-9]{0,15}$/.test(text)) return null;
+  const id = Number(text);
+  return Number.isSafeInteger(id) ? id : null;
+}
 
 /** One notification a provider's request carried, in the payments service's own terms (W5, M1). */
 export type ParsedNotification = {

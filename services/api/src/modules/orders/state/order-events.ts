@@ -10,7 +10,7 @@ import { sql as sqlText } from "drizzle-orm";
 import type { Executor } from "../../../db";
 import { orderEvents } from "../../../db/schema";
 import { clientOf, preparedStatements } from "../../../lib/prepared";
-import { deliveriesFrom } from "../../webhooks/deliveries";
+import { deliveriesFrom } from "../../webhooks/fan-out";
 
 /** What caused an order event: the timeline's `source`, and the notification and trace if any. */
 export type Cause = {

@@ -6,12 +6,14 @@ import {
   CredentialsRejectedError,
   InvalidNotificationError,
   orderIdOf,
+  type ParsedNotification,
+  type PaymentProvider,
+  type ProviderPlugin,
   parseJsonObject,
+  providerBodyLimit,
   SignatureRejectedError,
   schemaErrors,
-} from "../../notifications/service";
-import type { ParsedNotification, PaymentProvider, ProviderPlugin } from "../provider";
-import { providerBodyLimit } from "../stripe";
+} from "../provider";
 import {
   type AdyenBatch,
   adyenAccepted,

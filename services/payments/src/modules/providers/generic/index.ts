@@ -3,13 +3,14 @@ import { signatureHeader, verifySignature } from "@commerce/shared/contract/sign
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import {
   InvalidNotificationError,
+  type ParsedNotification,
+  type PaymentProvider,
   parseJsonObject,
   SignatureRejectedError,
   schemaErrors,
   storable,
   type WebhookSettings,
-} from "../../notifications/service";
-import type { ParsedNotification, PaymentProvider } from "../provider";
+} from "../provider";
 import {
   type PaymentNotification,
   paymentNotification,

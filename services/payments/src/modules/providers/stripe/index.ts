@@ -5,12 +5,15 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import {
   InvalidNotificationError,
   orderIdOf,
+  type ParsedNotification,
+  type PaymentProvider,
+  type ProviderPlugin,
   parseJsonObject,
+  providerBodyLimit,
   SignatureRejectedError,
   schemaErrors,
   storable,
-} from "../../notifications/service";
-import type { ParsedNotification, PaymentProvider, ProviderPlugin } from "../provider";
+} from "../provider";
 import { moneyOf, type StripeEvent, stripeEvent, stripeReceived, stripeSecurity } from "./model";
 
 export type StripeSettings = { secrets: string[] };
@@ -91,9 +94,6 @@ function asParsed(event: StripeEvent): ParsedNotification {
     message: moves ? money.message : undefined,
   };
 }
-
-/** Stripe's events are far below this; a Checkout Session with many line items stays within. */
-export const providerBodyLimit = 256 * 1024;
 
 /** The variables this provider reads, part of the payments service's schema. */
 const stripeVariables = {

@@ -1,6 +1,7 @@
-import { t } from "elysia";
-import type { DeadOutboxRow } from "../contract/outbox";
-import { named } from "./openapi";
+import { Elysia, t } from "elysia";
+import type { bearerAuth } from "../auth/bearer-auth";
+import { named, problems } from "../openapi";
+import type { DeadOutboxRow } from "./relay";
 
 /** N10: the operator listing of outbox rows set aside (`GET /api/outbox/dead` on each service). */
 export const deadOutboxList = t.Object(
@@ -53,3 +54,20 @@ named("DeadOutboxMessage", deadOutboxList.properties.items.items, {
 named("DeadOutboxList", deadOutboxList);
 
 export type DeadOutboxSource = (limit?: number) => Promise<DeadOutboxRow[]>;
+
+/**
+ * N10: `GET /api/outbox/dead`, admin only, on either service: `guard` is the service's own bearer
+ * auth (it brings the `auth` macro), `source` reads its outbox.
+ */
+export const deadOutboxController = (
+  guard: ReturnType<typeof bearerAuth>,
+  source: DeadOutboxSource,
+  tag: string,
+) =>
+  new Elysia({ prefix: "/api/outbox", detail: { tags: [tag] } })
+    .use(guard)
+    .get("/dead", async () => ({ items: await source() }), {
+      auth: "admin",
+      response: { 200: deadOutboxList, ...problems(401, 403, 429, 503) },
+      detail: deadOutboxDetail,
+    });

@@ -1,39 +1,12 @@
-import { ConflictError, ValidationError } from "@commerce/shared/platform/errors";
+import { ValidationError } from "@commerce/shared/platform/errors";
 import { problems, withResponseHeaders } from "@commerce/shared/platform/openapi";
-import { asc, eq } from "drizzle-orm";
 import { Elysia, t } from "elysia";
-import type { Executor } from "../../db";
-import { cartItems } from "../../db/schema";
 import type { ApiDeps } from "../../deps";
 import { createdHeaders, idempotencyHeaders } from "../../lib/idempotency";
 import { auth } from "../auth";
-import { order } from "./model";
-import { type OrderSettings, orderSettingsOf, placeOnce, placeOrder } from "./placing";
-
-/**
- * C4: an order of the cart's lines at current prices (the stock rule of R1 applies), and the
- * cart emptied, in one transaction (a savepoint when the caller's R2 transaction holds one). The
- * cart's rows are locked first, so two checkouts of one cart make one order and the second
- * finds the cart empty.
- */
-export const checkout = (
-  executor: Executor,
-  settings: OrderSettings,
-  customerId: string,
-  { admin = false } = {},
-) =>
-  executor.transaction(async (tx) => {
-    const lines = await tx
-      .select({ product_id: cartItems.productId, qty: cartItems.qty })
-      .from(cartItems)
-      .where(eq(cartItems.customerId, customerId))
-      .orderBy(asc(cartItems.productId))
-      .for("update");
-    if (lines.length === 0) throw new ConflictError("The cart is empty");
-    const placed = await placeOrder(tx, settings, customerId, lines, { admin });
-    await tx.delete(cartItems).where(eq(cartItems.customerId, customerId));
-    return placed;
-  });
+import { order } from "../orders/model";
+import { orderSettingsOf, placeOnce } from "../orders/placing";
+import { checkout } from "./service";
 
 /**
  * C4: checkout takes no body, or `{}`. Elysia lets any JSON through an optional body schema
@@ -52,7 +25,7 @@ function assertNoBody(body: unknown): void {
     ]);
 }
 
-/** POST /api/cart/checkout: the cart becomes an order (the orders feature owns making orders). */
+/** POST /api/cart/checkout: the cart becomes an order (placed by the orders feature's `placeOrder`). */
 export const checkoutController = (deps: ApiDeps) => {
   const { db, verifyToken, outboxWritten } = deps;
   const settings = orderSettingsOf(deps);

@@ -1,8 +1,8 @@
 import { type JetStreamClient, headers as natsHeaders } from "nats";
-import type { Sql } from "../platform/database";
-import { describeError, type Logger } from "../platform/logger";
-import type { Metrics } from "../platform/metrics";
-import { formatTraceparent, idTracer, parseTraceparent, type Tracer } from "../platform/tracing";
+import type { Sql } from "../database";
+import { describeError, type Logger } from "../logger";
+import type { Metrics } from "../metrics";
+import { formatTraceparent, idTracer, parseTraceparent, type Tracer } from "../tracing";
 
 type OutboxRow = {
   id: number;
