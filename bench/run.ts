@@ -82,7 +82,7 @@ async function main() {
 }
 
 /**
- * Production runs PostgreSQL with autovacuum (the README says it must stay on); this machine's
+ * Production runs PostgreSQL with autovacuum (docs/operations.md says it must stay on); this machine's
  * server has it off, and minutes of writes then bloat the tables every read scans, so a soak
  * would measure the missing vacuum, not the services. On for the run, the server's own setting
  * back at the end.
