@@ -54,7 +54,7 @@ export function overlays(): string[] {
 
 /** `kubectl kustomize <dir>`, parsed into its objects. */
 export function render(dir: string): K8sObject[] {
-  let run: ReturnType<typeof Bun.spawnSync>;
+  let run: { exitCode: number; stdout: Buffer; stderr: Buffer };
   try {
     run = Bun.spawnSync(["kubectl", "kustomize", dir], { stdout: "pipe", stderr: "pipe" });
   } catch {

@@ -78,8 +78,12 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
         }
       }
       // The services' settings: STREAM_REPLICAS=3 for the NATS cluster.
-      for (const config of objects.filter((o) => o.kind === "ConfigMap" && o.data?.PORT))
-        expect((config.data as Record<string, string>).STREAM_REPLICAS).toBe("3");
+      const settings = objects
+        .filter((o) => o.kind === "ConfigMap")
+        .map((o) => o.data as Record<string, string>)
+        .filter((data) => data.PORT);
+      expect(settings).toHaveLength(2);
+      for (const data of settings) expect(data.STREAM_REPLICAS).toBe("3");
       expect(objects.some((o) => o.kind === "Secret")).toBe(false);
     }
   });
