@@ -64,7 +64,10 @@ export async function openServiceCore(
   const logger = createLogger(config.logLevel, { service: name }, sink);
   const tracer = await createTracer(name, config.otlpEndpoint);
   const topology = messageTopology(config.natsPrefix);
-  const sql = connectDatabase(config.databaseUrl, { max: options.databasePool });
+  const sql = connectDatabase(config.databaseUrl, {
+    max: options.databasePool,
+    schema: name,
+  });
   await migrateSchema(sql, { schema: name, migrations: parts.migrations });
 
   const nats = new NatsLink(
