@@ -6,6 +6,7 @@ import {
   guardedLookup,
   literalAddressRefused,
 } from "./address-guard";
+import { keptBytes, readableText } from "./response-text";
 
 /** What one attempt came to (H4): the receiver's status and first KiB, or why there was none. */
 export type AttemptResult = {
@@ -14,8 +15,6 @@ export type AttemptResult = {
   error: string | null;
   responseBody: string | null;
 };
-
-const keptBytes = 1024;
 
 /** The attempt log's `error` for a failure before or instead of an answer. */
 function errorName(error: unknown): string {
@@ -80,7 +79,8 @@ export function sendDelivery(
           finish({
             statusCode: response.statusCode ?? null,
             error: null,
-            responseBody: Buffer.concat(chunks).subarray(0, keptBytes).toString("utf8"),
+            // H9: at most the first KiB is kept and read, and the answer is not read further.
+            responseBody: readableText(Buffer.concat(chunks)),
           });
         response.on("data", (chunk: Buffer) => {
           chunks.push(chunk);
