@@ -5,6 +5,7 @@ import {
   BlockedAddressError,
   guardedLookup,
   literalAddressRefused,
+  protocolRefusal,
 } from "./address-guard";
 import { keptBytes, readableText } from "./response-text";
 
@@ -42,6 +43,14 @@ export function sendDelivery(
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const url = new URL(target);
+  // H7: an http endpoint saved while WEBHOOK_ALLOW_HTTP=1 is not delivered to in clear after.
+  if (protocolRefusal(url, policy))
+    return Promise.resolve({
+      statusCode: null,
+      durationMs: 0,
+      error: "blocked_protocol",
+      responseBody: null,
+    });
   if (literalAddressRefused(url, policy))
     return Promise.resolve({
       statusCode: null,
