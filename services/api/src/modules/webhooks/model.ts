@@ -8,10 +8,9 @@ import { choice, integer, text, urlInt } from "../../lib/fields";
 /** The names an endpoint may subscribe to: every M3 event, or `*` for all of them. */
 export const subscribableEvents = ["*", ...orderEventNames.map((name) => `orders.${name}`)];
 
-const url = t.String({
-  minLength: 1,
-  maxLength: 2000,
-  description: "Where deliveries are POSTed: https (http only where the api allows it)",
+// N9, N18: one-line text; tabs and line breaks are refused (by the guard too), not dropped.
+const url = text(1, 2000, "Where deliveries are POSTed: https (http only where the api allows it)", {
+  name: "url",
 });
 const events = t.Array(choice(subscribableEvents as [string, ...string[]]), {
   minItems: 1,
