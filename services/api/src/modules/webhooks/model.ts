@@ -9,9 +9,14 @@ import { choice, integer, text, urlInt } from "../../lib/fields";
 export const subscribableEvents = ["*", ...orderEventNames.map((name) => `orders.${name}`)];
 
 // N9, N18: one-line text; tabs and line breaks are refused (by the guard too), not dropped.
-const url = text(1, 2000, "Where deliveries are POSTed: https (http only where the api allows it)", {
-  name: "url",
-});
+const url = text(
+  1,
+  2000,
+  "Where deliveries are POSTed: https (http only where the api allows it)",
+  {
+    name: "url",
+  },
+);
 const events = t.Array(choice(subscribableEvents as [string, ...string[]]), {
   minItems: 1,
   maxItems: subscribableEvents.length,
