@@ -128,6 +128,7 @@ export function createApp(deps: ApiDeps) {
             content: {
               "application/json": {
                 schema: { type: "object", additionalProperties: false, maxProperties: 0 },
+                example: {},
               },
             },
           },

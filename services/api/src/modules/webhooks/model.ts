@@ -143,8 +143,18 @@ named("CreatedWebhookEndpoint", createdWebhookEndpoint, {
   description: "A new endpoint with its secret, shown in this answer only",
   examples: [{ ...endpointExample, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwQLmIBqk9XyU=" }],
 });
-named("NewWebhookEndpoint", newEndpoint);
-named("WebhookEndpointChange", endpointChange);
+named("NewWebhookEndpoint", newEndpoint, {
+  examples: [
+    {
+      url: "https://hooks.example.com/shop",
+      events: ["orders.paid", "orders.refunded"],
+      description: "Fulfilment",
+    },
+  ],
+});
+named("WebhookEndpointChange", endpointChange, {
+  examples: [{ events: ["*"], status: "enabled" }],
+});
 named("WebhookSecret", rotatedSecret);
 named("WebhookEndpointPage", endpointPage, { description: "A page of webhook endpoints" });
 named("Delivery", delivery, {
