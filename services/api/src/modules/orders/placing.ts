@@ -1,5 +1,5 @@
 import type { MessageTopology } from "@commerce/shared/contract/messages";
-import { ConflictError, NotFoundError, ValidationError } from "@commerce/shared/platform/errors";
+import { ConflictError, NotFoundError } from "@commerce/shared/platform/errors";
 import type { HoldLimits } from "../../config";
 import type { Database, Executor } from "../../db";
 import { once } from "../../lib/idempotency";
