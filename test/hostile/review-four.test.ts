@@ -87,3 +87,45 @@ describe("N18: one-line texts", () => {
     }
   });
 });
+
+describe("N15: operators' texts", () => {
+  test("N15, N9: an endpoint description or an order note, whatever its bytes, is stored as sent or 400, never a 500", async () => {
+    const product = await api.product();
+    const customer = await api.customer();
+    const placed = await fetch(`${apiUrl}/api/orders`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${customer.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ product_id: product.id, qty: 1 }),
+    });
+    const { order_id } = (await placed.json()) as { order_id: number };
+    const raw = async (method: string, path: string, body: string) =>
+      (
+        await fetch(`${apiUrl}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+          body,
+        })
+      ).status;
+    for (const bad of ["\\u0000", "\\ud800", "\\u0007", "\\u202e"]) {
+      const description = `{"url":"https://example.com/hook","events":["orders.refunded"],"description":"a${bad}b"}`;
+      expect(await raw("POST", "/api/webhook-endpoints", description)).toBe(400);
+      const note = `{"status":"cancelled","note":"a${bad}b"}`;
+      expect(await raw("PATCH", `/api/orders/${order_id}`, note)).toBeLessThan(500);
+    }
+    // Bytes that are not UTF-8 in the body are 400 too, not stored as U+FFFD.
+    const bytes = new Uint8Array([
+      ...new TextEncoder().encode('{"status":"cancelled","note":"'),
+      0xff,
+      0xfe,
+      ...new TextEncoder().encode('"}'),
+    ]);
+    const status = (
+      await fetch(`${apiUrl}/api/orders/${order_id}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+        body: bytes,
+      })
+    ).status;
+    expect(status).toBe(400);
+  });
+});
