@@ -28,6 +28,8 @@ export class RouteMethods {
       if (method === "ALL" || method === "WS") continue;
       const methods = byPath.get(path) ?? new Set<string>();
       methods.add(method.toUpperCase());
+      // The server answers HEAD wherever GET is served.
+      if (method.toUpperCase() === "GET") methods.add("HEAD");
       byPath.set(path, methods);
     }
     return [...byPath].map(([path, methods]) => ({ pattern: patternOf(path), methods }));
