@@ -12,7 +12,7 @@ export const messageSubjectOf = (event: string, topology: MessageTopology) =>
  * (`id`, `order_id`, `amount`, `currency`, `received_at`, `provider`, `payment_ref`): the webhook's outbox row and every
  * replay of it (V3) carry the same bytes.
  */
-export const messagePayload = (sql: Sql) => sql`jsonb_build_object(
+export const messagePayload = (sql: Sql) => sql`pg_catalog.jsonb_build_object(
   'notification_id', id, 'order_id', order_id, 'amount', amount, 'currency', currency,
   'received_at', ${isoTimestamp(sql, "received_at")},
   'provider', provider, 'payment_ref', coalesce(payment_ref, id))`;

@@ -56,7 +56,7 @@ export const ordersController = (deps: ApiDeps) => {
           operationId: "createOrder",
           summary: "Place an order",
           description:
-            "Either one line (`product_id`, `qty`) or `items` of 1 to 50 lines, each product once. " +
+            "Either one line (`product_id`, `qty`) or `items` of 1 to 50 lines; lines naming the same product are merged into one. " +
             "Stock of tracked products is taken at once; a line it cannot cover is 409 and " +
             "nothing is taken. An Idempotency-Key makes retries safe.",
         },

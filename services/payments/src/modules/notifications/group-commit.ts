@@ -114,7 +114,7 @@ export class GroupCommit {
         insert into payments.outbox (subject, message_id, payload, headers)
         select subject, id, ${messagePayload(sql)},
           case when traceparent is null then null
-            else jsonb_build_object('traceparent', traceparent) end
+            else pg_catalog.jsonb_build_object('traceparent', traceparent) end
         from (select s.*, i.subject, i.n from stored s join input i using (id)) as r
         where subject is not null
         order by n

@@ -140,7 +140,7 @@ export async function replayNotification(sql: Sql, id: string): Promise<ReplayQu
   const [queued] = await sql<{ message_id: string; created_at: string }[]>`
     insert into payments.outbox (id, subject, message_id, payload, headers)
     select row_id, ${subject}, id || ':replay:' || row_id, ${messagePayload(sql)},
-      case when traceparent is null then null else jsonb_build_object('traceparent', traceparent) end
+      case when traceparent is null then null else pg_catalog.jsonb_build_object('traceparent', traceparent) end
     from payments.notifications, nextval(pg_get_serial_sequence('payments.outbox', 'id')) as row_id
     where id = ${id}
     returning message_id, ${isoTimestamp(sql, "created_at")} as created_at`;

@@ -72,12 +72,12 @@ export function orderEventWrites(
     order_message as (
       insert into api.outbox (subject, message_id, payload, headers)
       select ${topology.orders.event(event)}::text, ${messageId},
-        jsonb_strip_nulls(jsonb_build_object('order_id', r.id, 'status', r.status,
+        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('order_id', r.id, 'status', r.status,
           'amount', r.amount, 'currency', r.currency, 'at', ${at}, 'source', ${source},
           'reason', ${reason}, 'notification_id', ${notificationId},
           'paid_at', ${event === "paid" ? at : sql`null::text`})),
         case when ${traceparent} is not null
-          then jsonb_build_object('traceparent', ${traceparent}) end
+          then pg_catalog.jsonb_build_object('traceparent', ${traceparent}) end
       from ${sql(rows)} r
       returning message_id, payload
     ), order_deliveries as (
@@ -86,7 +86,7 @@ export function orderEventWrites(
     ), order_timeline as (
       insert into api.order_events (order_id, type, source, notification_id, detail)
       select r.id, ${event}::text, ${source}, ${notificationId},
-        jsonb_strip_nulls(jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef}))
+        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef}))
       from ${sql(rows)} r
     )`;
 }
