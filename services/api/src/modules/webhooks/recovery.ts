@@ -65,7 +65,7 @@ export async function recoverFailed(
   await endpointExists(sql, endpointId);
   const queued = await sql`
     update api.webhook_deliveries
-    set status = 'pending', next_attempt_at = now(), leased_until = null
+    set next_attempt_at = now(), leased_until = null, status = 'pending'
     where endpoint_id = ${endpointId} and status = 'failed' and created_at >= ${from}
     returning id`;
   return { queued: queued.length };
