@@ -62,7 +62,8 @@ export const endpointChange = t.Object(
     description: t.Optional(t.Nullable(description)),
     status: t.Optional(
       choice(endpointStatuses, {
-        description: "enabled resumes the endpoint's pending deliveries",
+        description:
+          "disabled: no delivery is made for an event that happens while it is disabled (replay-missing makes them later); enabled resumes its pending deliveries",
       }),
     ),
   },
