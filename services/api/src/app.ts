@@ -9,6 +9,7 @@ import { operationalRoutes } from "@commerce/shared/platform/operational-routes"
 import { Elysia } from "elysia";
 import type { ApiDeps } from "./deps";
 import { jsonBody } from "./lib/json-body";
+import { auditController } from "./modules/audit";
 import { auth, bearerSecurity } from "./modules/auth";
 import { cartController } from "./modules/cart";
 import { checkoutController } from "./modules/cart/checkout";
@@ -20,6 +21,7 @@ import { productsController } from "./modules/products";
 import { reviewsController } from "./modules/reviews";
 import { statusController } from "./modules/status";
 import { webhooksController } from "./modules/webhooks";
+import { webhookDeliveriesController } from "./modules/webhooks/delivery-routes";
 
 export const apiBodyLimit = 16 * 1024;
 
@@ -87,7 +89,12 @@ export function createApp(deps: ApiDeps) {
           {
             name: "Status",
             description:
-              "The figures an operator watches (outbox, payment consumer, reviews, failing endpoints); admin token only",
+              "The figures an operator watches (outbox, payment consumer, reviews, failing and disabled endpoints, the oldest pending delivery); admin token only",
+          },
+          {
+            name: "Audit",
+            description:
+              "Who did what that moved no order (webhook endpoint changes, retries, replays), for admins",
           },
           {
             name: "Payment reviews",
@@ -150,6 +157,8 @@ export function createApp(deps: ApiDeps) {
     .use(outboxController(deps))
     .use(consoleController(deps))
     .use(webhooksController(deps))
+    .use(webhookDeliveriesController(deps))
+    .use(auditController(deps))
     .use(statusController(deps));
   routes.readFrom(() => app.routes);
   return app;
