@@ -80,7 +80,7 @@ export const orderStatusChange = t.Object(
       },
     ),
     note: t.Optional(
-      text(1, 1000, "V5: why; required of an admin, kept on the timeline entry", {
+      text(1, 1000, "Why; required of an admin, kept on the timeline entry", {
         multiline: true,
         name: "note",
       }),
@@ -146,7 +146,7 @@ export const timeline = t.Object({
       actor: t.Nullable(
         t.String({
           description:
-            "V5: the admin (token sub) who made a manual move or resolved a review; null otherwise",
+            "The admin (token sub) who made a manual move or resolved a review; null otherwise",
         }),
       ),
       detail: t.Record(t.String(), t.Unknown(), {

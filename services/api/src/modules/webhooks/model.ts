@@ -37,7 +37,7 @@ export const webhookEndpoint = t.Object(
       t.String({
         format: "date-time",
         description:
-          "U7: the first failed attempt since the last success; null while attempts succeed",
+          "The first failed attempt since the last success; null while attempts succeed",
       }),
     ),
     created_at: t.String({ format: "date-time" }),
@@ -84,7 +84,7 @@ export const changedWebhookEndpoint = t.Composite([
   webhookEndpoint,
   t.Object({
     notice: t.Optional(
-      t.String({ description: "H3: said when the endpoint is disabled: what it will miss" }),
+      t.String({ description: "Said when the endpoint is disabled: what it will miss" }),
     ),
   }),
 ]);
