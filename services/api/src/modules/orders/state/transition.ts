@@ -38,6 +38,7 @@ type MoveInput = {
   notificationId?: string;
   traceparent: string | null;
   paymentRef?: string;
+  provider?: string;
   expect?: { amount: number; currency: string };
 };
 
@@ -65,8 +66,10 @@ function moveStatement(
         ${column((i) => i.traceparent)}::text[],
         ${column((i) => i.expect?.amount ?? null)}::bigint[],
         ${column((i) => i.expect?.currency ?? null)}::text[],
-        ${column((i) => i.paymentRef ?? null)}::text[]
-      ) as i(order_id, reason, notification_id, traceparent, amount, currency, payment_ref)
+        ${column((i) => i.paymentRef ?? null)}::text[],
+        ${column((i) => i.provider ?? null)}::text[]
+      ) as i(order_id, reason, notification_id, traceparent, amount, currency, payment_ref,
+        provider)
     ), movable as (
       select o.id as order_id, i.notification_id
       from api.orders o join input i on i.order_id = o.id
@@ -83,7 +86,7 @@ function moveStatement(
       from claimed c join input i on i.order_id = c.order_id
       where o.id = c.order_id
       returning o.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
-        i.payment_ref
+        i.payment_ref, i.provider
     ), ${orderEventWrites(sql, topology, move.to, "moved", "per row")}
     select * from moved`;
 }
