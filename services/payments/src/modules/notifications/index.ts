@@ -70,7 +70,9 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
   const record = (request: Request, outcome: Outcome, reason: string, fields: NotificationLog) => {
     counted.inc({ outcome, reason });
     const line = { ...requestLogFields(request), outcome, ...fields };
+    // G4: money not the shop's is accepted (so the provider stops) but is worth a warning.
     if (outcome === "rejected") logger.warn("notification", { ...line, reason });
+    else if (fields.ignored) logger.warn("notification", line);
     else if (outcome === "failed") logger.error("notification", { ...line, reason });
     else logger.info("notification", line);
   };
