@@ -60,9 +60,9 @@ describe("disputes and chargebacks (L5)", () => {
   test("L5, M3: a dispute opened finds the order its payment paid: dispute_opened, an orders.disputed event, a review dispute; the status stays paid", async () => {
     const order = await newOrder();
     const ref = unique("pi");
-    expect(await succeeded(paymentMessageFor(order, { provider: "stripe", payment_ref: ref }))).toBe(
-      "paid",
-    );
+    expect(
+      await succeeded(paymentMessageFor(order, { provider: "stripe", payment_ref: ref })),
+    ).toBe("paid");
     const opened = dispute("opened", ref);
     expect(await disputed(opened)).toEqual({ outcome: "dispute_opened", orderId: order.order_id });
     expect(await status(order.order_id)).toBe("paid");
@@ -79,7 +79,9 @@ describe("disputes and chargebacks (L5)", () => {
       detail: { payment_ref: ref, provider: "stripe", stage: "opened" },
     });
     expect(entries[3].detail).toMatchObject({ reason: "dispute", stage: "opened" });
-    expect(await reviews(order.order_id)).toEqual([{ reason: "dispute", event: "payment.disputed" }]);
+    expect(await reviews(order.order_id)).toEqual([
+      { reason: "dispute", event: "payment.disputed" },
+    ]);
     const [event] = await disputedEvents(order.order_id);
     expect(event.message_id).toBe(`order-disputed-${opened.notification_id}`);
     expect(parseOrderEvent(event.payload)).toBeDefined();
@@ -139,9 +141,9 @@ describe("payment references within one provider (G5)", () => {
     const order = await newOrder();
     const ref = unique("pi");
     // The generic format's reference is its id, which the sender chooses.
-    expect(await succeeded(paymentMessageFor(order, { notification_id: ref, payment_ref: ref }))).toBe(
-      "paid",
-    );
+    expect(
+      await succeeded(paymentMessageFor(order, { notification_id: ref, payment_ref: ref })),
+    ).toBe("paid");
     const stripe = paymentMessageFor(order, { provider: "stripe", payment_ref: ref });
     expect(await succeeded(stripe)).toBe("duplicate_payment");
     expect((await reviews(order.order_id)).map((review) => review.reason)).toEqual([
