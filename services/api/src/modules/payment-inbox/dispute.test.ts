@@ -29,9 +29,10 @@ const status = async (id: number) =>
 const timeline = (id: number) =>
   api.sql<{ type: string; notification_id: string | null; detail: Record<string, unknown> }[]>`
     select type, notification_id, detail from api.order_events where order_id = ${id} order by id`;
-const reviews = (id: number) =>
-  api.sql<{ reason: string; event: string }[]>`
-    select reason, event from api.payment_reviews where order_id = ${id} order by id`;
+const reviews = async (id: number) => [
+  ...(await api.sql<{ reason: string; event: string }[]>`
+    select reason, event from api.payment_reviews where order_id = ${id} order by id`),
+];
 const disputedEvents = (id: number) =>
   api.sql<{ message_id: string; payload: unknown }[]>`
     select message_id, payload from api.outbox
