@@ -15,7 +15,7 @@ export const paymentsStatus = named(
     outbox_backlog: figure("Outbox rows (order-paid messages) not yet published to JetStream"),
     outbox_dead: figure("Outbox rows set aside: their publication cannot succeed"),
     refused_last_hour: figure(
-      "V4: notifications the provider routes refused in the last hour, every replica's",
+      "Notifications the provider routes refused in the last hour, every replica's",
     ),
   }),
   {
@@ -49,7 +49,7 @@ export const statusController = (deps: PaymentsDeps) =>
           summary: "Read the payments service's operating figures",
           description:
             `${whoMayCall} The outbox backlog and the rows set aside, as /metrics has them, ` +
-            "read from the same 5-second cache, and the refusals of the last hour (V4, " +
+            "read from the same 5-second cache, and the refusals of the last hour (" +
             "GET /api/notifications/rejected); a figure that cannot be read is null.",
         },
       },

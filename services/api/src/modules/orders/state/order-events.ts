@@ -75,10 +75,8 @@ export function orderEventWrites(
   const at = isoTimestamp(sql, `r.${atColumn[event]}`);
   // JetStream de-duplicates on it; a payment may fail, and be disputed, more than once, so those
   // are per notification.
-  const messageId =
-    event === "payment_failed" || event === "disputed"
-      ? sql`${`order-${event}-`}::text || ${notificationId}`
-      : sql`${`order-${event}-`}::text || r.id`;
+  const perNotification = event === "payment_failed" || event === "disputed";
+  const messageId = sql`${`order-${event}-`}::text || ${perNotification ? notificationId : sql`r.id`}`;
   return sql`
     order_message as (
       insert into api.outbox (subject, message_id, payload, headers)
