@@ -3,7 +3,7 @@ import { keysetPage, pageQuery } from "@commerce/shared/platform/http/paging";
 import { named } from "@commerce/shared/platform/openapi";
 import { t } from "elysia";
 import { orderStatus } from "../../db/schema";
-import { bodyInt, choice, integer } from "../../lib/fields";
+import { bodyInt, choice, integer, text } from "../../lib/fields";
 import { orderAfter, productIdField } from "../../lib/ids";
 
 const timestamp = (description: string) =>
@@ -56,7 +56,7 @@ export const newOrder = t.Object(
   {
     additionalProperties: false,
     description:
-      "Either product_id and qty (one line), or items (1 to 50 lines, each product once)",
+      "Either product_id and qty (one line), or items (1 to 50 lines; lines naming one product are merged)",
     examples: [
       { product_id: 1, qty: 2 },
       {
@@ -79,9 +79,34 @@ export const orderStatusChange = t.Object(
           "paid or refunded (admin), cancelled (the owner or an admin); the status the order already has changes nothing",
       },
     ),
+    note: t.Optional(
+      text(1, 1000, "V5: why; required of an admin, kept on the timeline entry", {
+        multiline: true,
+        name: "note",
+      }),
+    ),
   },
-  { additionalProperties: false, examples: [{ status: "cancelled" }] },
+  {
+    additionalProperties: false,
+    examples: [
+      { status: "cancelled" },
+      { status: "refunded", note: "Refunded by hand in the Stripe dashboard, ticket 4411" },
+    ],
+  },
 );
+
+/** R4, V6: the order after a PATCH; a manual refund says that it sent no money back. */
+export const orderStatusChanged = t.Composite([
+  order,
+  t.Object({
+    notice: t.Optional(
+      t.String({
+        description:
+          "Said of a manual refunded: the move records a refund made elsewhere and sends no money back",
+      }),
+    ),
+  }),
+]);
 
 export const orderListQuery = t.Object(
   {
@@ -121,8 +146,15 @@ export const timeline = t.Object({
       notification_id: t.Nullable(
         t.String({ description: "The payment notification that caused it, if one did" }),
       ),
+      actor: t.Nullable(
+        t.String({
+          description:
+            "V5: the admin (token sub) who made a manual move or resolved a review; null otherwise",
+        }),
+      ),
       detail: t.Record(t.String(), t.Unknown(), {
-        description: 'e.g. {"reason": "expired"} or {"review_id": 7, "reason": "mismatch"}',
+        description:
+          'e.g. {"reason": "expired"}, {"review_id": 7, "reason": "mismatch"}, or an admin\'s {"note": "…"}',
       }),
     }),
   ),
@@ -163,12 +195,16 @@ named("TimelineEntry", timeline.properties.items.items, {
       at: "2026-11-23T14:02:11.530Z",
       source: "webhook",
       notification_id: "evt_3PqK9aLkdIwHu7ix0e5RtYb2",
+      actor: null,
       detail: {},
     },
   ],
 });
 named("Timeline", timeline);
 named("OrderStatusChange", orderStatusChange);
+named("OrderStatusChanged", orderStatusChanged, {
+  description: "The order after the move; a manual refund's answer adds `notice`",
+});
 
 /**
  * D5: `POST /api/orders`'s body as the document states it, one of its two shapes, so a client
@@ -189,7 +225,7 @@ export const orderBodyShapes = {
     { items: t.Array(named("OrderLine", line), { minItems: 1, maxItems: 50 }) },
     {
       additionalProperties: false,
-      description: "An order of 1 to 50 lines, each product once",
+      description: "An order of 1 to 50 lines; lines naming one product are merged",
       examples: [
         {
           items: [
@@ -209,6 +245,20 @@ export type { OrderStatus } from "../../db/schema";
 /** One requested line: a product and how many. */
 export type OrderLine = { product_id: number; qty: number };
 
+/**
+ * D6: what the schema allows the service accepts: lines naming one product are one line, of
+ * their quantities together, where the product first appears.
+ */
+function mergedLines(items: OrderLine[]): OrderLine[] {
+  const byProduct = new Map<number, OrderLine>();
+  for (const { product_id, qty } of items) {
+    const known = byProduct.get(product_id);
+    if (known) known.qty += qty;
+    else byProduct.set(product_id, { product_id, qty });
+  }
+  return [...byProduct.values()];
+}
+
 /** The requested lines of either body shape (R1); 400 naming what is missing or extra. */
 export function linesOf(input: NewOrder): { lines: OrderLine[]; oneLine: boolean } {
   const { product_id, qty, items } = input;
@@ -218,7 +268,7 @@ export function linesOf(input: NewOrder): { lines: OrderLine[]; oneLine: boolean
       throw new ValidationError("The request body is invalid", [
         { path: extra, message: "give either items, or product_id and qty, not both" },
       ]);
-    return { lines: items, oneLine: false };
+    return { lines: mergedLines(items), oneLine: false };
   }
   if (product_id === undefined || qty === undefined)
     throw new ValidationError("The request body is invalid", [

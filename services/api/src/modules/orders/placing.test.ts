@@ -207,7 +207,7 @@ describe("multi-line orders", () => {
     const tracked = await api.product({ price: 700 });
     await api.call("PATCH", `/api/products/${tracked.id}`, { token: admin, body: { stock: 9 } });
     const free = await api.product({ price: 250 });
-    const { token } = await api.customer();
+    const { sub, token } = await api.customer();
     const res = await order(token, {
       items: [
         { product_id: free.id, qty: 2 },
@@ -226,6 +226,11 @@ describe("multi-line orders", () => {
       currency: placedOrder.currency,
       at: placedOrder.created_at,
       source: "api",
+      customer_id: sub,
+      items: [
+        { product_id: free.id, name: free.name, qty: 2, unit_price: 250 },
+        { product_id: tracked.id, name: tracked.name, qty: 4, unit_price: 700 },
+      ],
     });
     const timeline = await api.call("GET", `/api/orders/${placedOrder.order_id}/events`, { token });
     expect(timeline.json.items).toMatchObject([{ seq: 1, type: "created", source: "api" }]);
@@ -252,12 +257,32 @@ describe("multi-line orders", () => {
     expect(read.json).toEqual(res.json);
   });
 
-  test("R1: the same product twice, no lines, 51 lines or both body shapes are 400; nothing is created", async () => {
+  test("D6, R1: lines naming one product are accepted and merged into one line", async () => {
+    const product = await api.product({ price: 300 });
+    const other = await api.product({ price: 100 });
+    const { token } = await api.customer();
+    const res = await order(token, {
+      items: [
+        { product_id: product.id, qty: 1 },
+        { product_id: other.id, qty: 1 },
+        { product_id: product.id, qty: 2 },
+      ],
+    });
+    expect(res.status).toBe(201);
+    expect(res.json.amount).toBe(1000);
+    expect(
+      res.json.items.map((i: { product_id: number; qty: number }) => [i.product_id, i.qty]),
+    ).toEqual([
+      [product.id, 3],
+      [other.id, 1],
+    ]);
+  });
+
+  test("R1: no lines, 51 lines or both body shapes are 400; nothing is created", async () => {
     const product = await api.product();
     const { sub, token } = await api.customer();
     const line = { product_id: product.id, qty: 1 };
     for (const body of [
-      { items: [line, line] },
       { items: [] },
       { items: Array.from({ length: 51 }, (_, i) => ({ product_id: i + 1, qty: 1 })) },
       { items: [line], product_id: product.id, qty: 1 },

@@ -86,7 +86,11 @@ named("PaymentReviewPage", reviewPage, {
   description: "A page of payment reviews",
   examples: [{ items: [reviewExample], page: 1, pages: 1, per_page: 20, total: 1 }],
 });
-named("PaymentReviewResolution", resolution);
+named("PaymentReviewResolution", resolution, {
+  examples: [
+    { action: "apply", accept_amount: true, note: "Customer paid the old price; agreed by phone" },
+  ],
+});
 
 export type Review = typeof review.static;
 export type Resolution = typeof resolution.static;

@@ -8,11 +8,15 @@ import { choice, integer, text, urlInt } from "../../lib/fields";
 /** The names an endpoint may subscribe to: every M3 event, or `*` for all of them. */
 export const subscribableEvents = ["*", ...orderEventNames.map((name) => `orders.${name}`)];
 
-const url = t.String({
-  minLength: 1,
-  maxLength: 2000,
-  description: "Where deliveries are POSTed: https (http only where the api allows it)",
-});
+// N9, N18: one-line text; tabs and line breaks are refused (by the guard too), not dropped.
+const url = text(
+  1,
+  2000,
+  "Where deliveries are POSTed: https (http only where the api allows it)",
+  {
+    name: "url",
+  },
+);
 const events = t.Array(choice(subscribableEvents as [string, ...string[]]), {
   minItems: 1,
   maxItems: subscribableEvents.length,
@@ -29,6 +33,13 @@ export const webhookEndpoint = t.Object(
     description: t.Nullable(t.String()),
     status: t.UnionEnum(endpointStatuses),
     disabled_reason: t.Nullable(t.UnionEnum(disabledReasons)),
+    failing_since: t.Nullable(
+      t.String({
+        format: "date-time",
+        description:
+          "U7: the first failed attempt since the last success; null while attempts succeed",
+      }),
+    ),
     created_at: t.String({ format: "date-time" }),
   },
   {},
@@ -55,12 +66,42 @@ export const endpointChange = t.Object(
     description: t.Optional(t.Nullable(description)),
     status: t.Optional(
       choice(endpointStatuses, {
-        description: "enabled resumes the endpoint's pending deliveries",
+        description:
+          "disabled: no delivery is made for an event that happens while it is disabled (replay-missing makes them later); enabled resumes its pending deliveries",
       }),
     ),
   },
   { additionalProperties: false },
 );
+
+/** H3: what disabling means, said in the PATCH's answer, the docs and the console alike. */
+export const disabledNotice =
+  "Disabled: no delivery is made for an event that happens while the endpoint is disabled, and " +
+  "its pending deliveries wait. After enabling it, POST .../replay-missing with the time it was " +
+  "disabled to deliver the events it missed.";
+
+export const changedWebhookEndpoint = t.Composite([
+  webhookEndpoint,
+  t.Object({
+    notice: t.Optional(
+      t.String({ description: "H3: said when the endpoint is disabled: what it will miss" }),
+    ),
+  }),
+]);
+
+export const recoverySince = t.Object(
+  {
+    since: t.String({
+      format: "date-time",
+      description: "ISO 8601, at most 30 days back",
+    }),
+  },
+  { additionalProperties: false, examples: [{ since: "2026-11-22T08:00:00Z" }] },
+);
+
+export const queuedDeliveries = t.Object({
+  queued: integer({ description: "Deliveries made due by this call; 0 when called again" }),
+});
 
 export const rotatedSecret = t.Object({
   secret: t.String({
@@ -75,7 +116,7 @@ export const delivery = t.Object(
     message_id: t.String({ description: "The webhook-id header of every attempt" }),
     order_id: t.Nullable(integer()),
     status: t.UnionEnum(deliveryStatuses),
-    attempts: integer(),
+    attempts: integer({ description: "Attempts made: the schedule's and any admin's retries" }),
     next_attempt_at: t.Nullable(t.String({ format: "date-time" })),
     last_status_code: t.Nullable(integer()),
     created_at: t.String({ format: "date-time" }),
@@ -96,6 +137,30 @@ export const deliveryWithAttempts = t.Composite([
   t.Object({ attempts_log: t.Array(attempt) }),
 ]);
 
+/** H4: an admin's retry and what came of it (the attempt is made before the answer). */
+export const retriedDelivery = t.Composite([
+  delivery,
+  t.Object({
+    attempt: t.Composite([attempt, t.Object({ outcome: choice(["succeeded", "failed"]) })]),
+  }),
+]);
+
+/** U7: one delivery of an order's event, with the endpoint it went to. */
+export const orderDelivery = t.Object({
+  id: integer(),
+  endpoint_id: integer(),
+  endpoint_description: t.Nullable(t.String()),
+  endpoint_url: t.String(),
+  event_type: t.String(),
+  message_id: t.String({ description: "The webhook-id header of every attempt" }),
+  status: t.UnionEnum(deliveryStatuses),
+  attempts: integer(),
+  next_attempt_at: t.Nullable(t.String({ format: "date-time" })),
+  last_status_code: t.Nullable(integer()),
+  created_at: t.String({ format: "date-time" }),
+});
+export const orderDeliveries = t.Object({ items: t.Array(orderDelivery) });
+
 export const endpointPage = page(webhookEndpoint);
 export const deliveryPage = page(delivery);
 export const endpointQuery = t.Object(pageQuery, { additionalProperties: true });
@@ -115,6 +180,7 @@ const endpointExample = {
   description: "warehouse",
   status: "enabled",
   disabled_reason: null,
+  failing_since: null,
   created_at: "2026-11-23T14:02:11.482Z",
 };
 // A test event's: the orders.* message ids are spelled in one place only (orders/state/).
@@ -139,8 +205,18 @@ named("CreatedWebhookEndpoint", createdWebhookEndpoint, {
   description: "A new endpoint with its secret, shown in this answer only",
   examples: [{ ...endpointExample, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwQLmIBqk9XyU=" }],
 });
-named("NewWebhookEndpoint", newEndpoint);
-named("WebhookEndpointChange", endpointChange);
+named("NewWebhookEndpoint", newEndpoint, {
+  examples: [
+    {
+      url: "https://hooks.example.com/shop",
+      events: ["orders.paid", "orders.refunded"],
+      description: "Fulfilment",
+    },
+  ],
+});
+named("WebhookEndpointChange", endpointChange, {
+  examples: [{ events: ["*"], status: "enabled" }],
+});
 named("WebhookSecret", rotatedSecret);
 named("WebhookEndpointPage", endpointPage, { description: "A page of webhook endpoints" });
 named("Delivery", delivery, {
@@ -173,6 +249,16 @@ named("DeliveryWithAttempts", deliveryWithAttempts, {
   ],
 });
 named("DeliveryPage", deliveryPage, { description: "A page of an endpoint's deliveries" });
+named("ChangedWebhookEndpoint", changedWebhookEndpoint);
+named("RecoverySince", recoverySince);
+named("QueuedDeliveries", queuedDeliveries, { examples: [{ queued: 12 }] });
+named("RetriedDelivery", retriedDelivery, {
+  description: "A delivery after an admin's retry, with that attempt's outcome",
+});
+named("OrderDelivery", orderDelivery);
+named("OrderDeliveries", orderDeliveries, {
+  description: "Every delivery of an order's events, to every endpoint, oldest first",
+});
 
 export type WebhookEndpoint = typeof webhookEndpoint.static;
 export type NewEndpoint = typeof newEndpoint.static;

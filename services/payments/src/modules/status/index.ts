@@ -1,4 +1,5 @@
 import { bearerAuth } from "@commerce/shared/platform/auth/bearer-auth";
+import { integer } from "@commerce/shared/platform/http/fields";
 import { named, problems } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
 import type { PaymentsDeps } from "../../deps";
@@ -6,7 +7,7 @@ import { operatorRealm, whoMayCall } from "../../lib/operator-realm";
 import { refusedLastHour } from "../refusals/service";
 
 const figure = (description: string) =>
-  t.Nullable(t.Integer({ minimum: 0, description: `${description}; null when it cannot be read` }));
+  t.Nullable(integer({ minimum: 0, description: `${description}; null when it cannot be read` }));
 
 /** U3: the payments service's figures for the console's health line (the readings of /metrics). */
 export const paymentsStatus = named(

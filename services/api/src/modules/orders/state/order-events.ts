@@ -27,6 +27,10 @@ export type Cause = {
   provider?: string;
   /** L5: a dispute's stage (`disputed` only): the timeline entry is `dispute_<stage>`. */
   stage?: DisputeStage;
+  /** V5, M3: the admin's token `sub` for a manual move or a review; on the event and the timeline. */
+  actor?: string;
+  /** V5: why an admin made the move; in the timeline entry's detail (not on the event). */
+  note?: string;
 };
 
 /** The `traceparent` header text of a cause: the relay publishes it with the message (O8). */
@@ -50,8 +54,10 @@ const atColumn: Record<OrderEventName, string> = {
  * (so the transaction) of the move they announce (R5), and a third, `order_deliveries`, its
  * webhook deliveries to every endpoint subscribed to it (H2). `rows` has the columns of `api.orders`;
  * the cause is `"per row"` (columns `source`, `reason`, `notification_id`, `traceparent`,
- * `payment_ref` of `rows`) or one cause for every row. Placing an order, a move of one order, a batch of moves
- * and a payment failure all write through it, so what "paid" writes is changed here, once.
+ * `payment_ref`, `actor`, `note` of `rows`) or one cause for every row. Placing an order, a move of
+ * one order, a batch of moves and a payment failure all write through it, so what "paid" writes
+ * is changed here, once. M3: the payload carries the order's `customer_id` and `items`, read by
+ * primary key from `items` (`api.order_items`, or the CTE of the same statement that wrote them).
  */
 export function orderEventWrites(
   sql: Sql,
@@ -59,6 +65,7 @@ export function orderEventWrites(
   event: OrderEventName,
   rows: string,
   cause: Cause | "per row",
+  items = "api.order_items",
 ) {
   const perRow = cause === "per row";
   const source = perRow ? sql`r.source` : sql`${cause.source}::text`;
@@ -72,6 +79,8 @@ export function orderEventWrites(
   const stage = perRow ? sql`null::text` : sql`${cause.stage ?? null}::text`;
   // L5: a dispute is one event, `orders.disputed`, and three kinds of timeline entry.
   const timelineType = event === "disputed" ? sql`'dispute_' || ${stage}` : sql`${event}::text`;
+  const actor = perRow ? sql`r.actor` : sql`${cause.actor ?? null}::text`;
+  const note = perRow ? sql`r.note` : sql`${cause.note ?? null}::text`;
   const at = isoTimestamp(sql, `r.${atColumn[event]}`);
   // JetStream de-duplicates on it; a payment may fail, and be disputed, more than once, so those
   // are per notification.
@@ -81,22 +90,26 @@ export function orderEventWrites(
     order_message as (
       insert into api.outbox (subject, message_id, payload, headers)
       select ${topology.orders.event(event)}::text, ${messageId},
-        jsonb_strip_nulls(jsonb_build_object('order_id', r.id, 'status', r.status,
+        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('order_id', r.id, 'status', r.status,
           'amount', r.amount, 'currency', r.currency, 'at', ${at}, 'source', ${source},
           'reason', ${reason}, 'notification_id', ${notificationId},
-          'paid_at', ${event === "paid" ? at : sql`null::text`}, 'stage', ${stage})),
+          'paid_at', ${event === "paid" ? at : sql`null::text`}, 'actor', ${actor}, 'stage', ${stage},
+          'customer_id', r.customer_id,
+          'items', (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('product_id', i.product_id,
+              'name', i.name, 'qty', i.qty, 'unit_price', i.unit_price) order by i.line)
+            from ${sql(items)} i where i.order_id = r.id))),
         case when ${traceparent} is not null
-          then jsonb_build_object('traceparent', ${traceparent}) end
+          then pg_catalog.jsonb_build_object('traceparent', ${traceparent}) end
       from ${sql(rows)} r
       returning message_id, payload
     ), order_deliveries as (
       -- H2, H6: the event's webhook deliveries commit with its outbox row, or neither does.
       ${deliveriesFrom(sql, sql`select ${`orders.${event}`}::text, message_id, (payload->>'order_id')::bigint, payload from order_message`)}
     ), order_timeline as (
-      insert into api.order_events (order_id, type, source, notification_id, detail)
-      select r.id, ${timelineType}, ${source}, ${notificationId},
-        jsonb_strip_nulls(jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef},
-          'provider', ${provider}, 'stage', ${stage}))
+      insert into api.order_events (order_id, type, source, notification_id, actor, detail)
+      select r.id, ${timelineType}, ${source}, ${notificationId}, ${actor},
+        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef},
+          'provider', ${provider}, 'stage', ${stage}, 'note', ${note}))
       from ${sql(rows)} r
     )`;
 }
@@ -153,6 +166,7 @@ const run = preparedStatements((db) => ({
       type: sqlText.placeholder("type"),
       source: sqlText.placeholder("source"),
       notificationId: sqlText.placeholder("notificationId"),
+      actor: sqlText.placeholder("actor"),
       detail: sqlText.placeholder("detail"),
     })
     .prepare("record_on_timeline"),
@@ -166,7 +180,7 @@ export async function recordOnTimeline(
   tx: Executor,
   orderId: number,
   type: "review_opened" | "review_resolved",
-  cause: Pick<Cause, "source" | "notificationId">,
+  cause: Pick<Cause, "source" | "notificationId" | "actor">,
   detail: Record<string, unknown> = {},
 ): Promise<void> {
   await run(tx, "recordOnTimeline", {
@@ -174,6 +188,7 @@ export async function recordOnTimeline(
     type,
     source: cause.source,
     notificationId: cause.notificationId ?? null,
+    actor: cause.actor ?? null,
     detail,
   });
 }

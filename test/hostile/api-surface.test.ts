@@ -1,6 +1,8 @@
 /**
- * The third security review's attacks on the API surface (issue 23), each as the reviewer ran
- * it: live requests to listening services. N8, V2, N9, C4, D3, N13.
+ * Hostile requests against the API surface, each as an attacker would send it: live requests to
+ * listening services. N8 (no defaulted required field), V2 (a different amount needs
+ * accept_amount), N9 (clean text), C4 (checkout's body), D3 (encoded path parameters), N13
+ * (Swagger UI's headers). First found by the third security review (issue 23).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { apiClient } from "@commerce/client";
@@ -433,6 +435,13 @@ describe("D3: the typed client encodes path parameters", () => {
     expect(read.status).toBe(200);
     const cart = await client.api.cart.items({ product_id: product.id }).put({ qty: 3 });
     expect(cart.status).toBe(200);
+  });
+
+  test('D3: a path parameter of ".", ".." or "" is refused by the client, never sent to another route', async () => {
+    const customer = await api.customer();
+    const client = apiClient(apiUrl, customer.token);
+    for (const id of [".", "..", ""])
+      expect(() => client.api.orders({ order_id: id as any })).toThrow(TypeError);
   });
 });
 
