@@ -13,7 +13,9 @@ import type { ConsumerMessages, JsMsg } from "nats";
 import type { Database } from "../../db";
 import { AtMost, OneAtATimePerKey } from "../../lib/concurrency";
 import { applyPaymentMessage, type PaymentOutcome, paymentRefOf } from "./apply";
+import { retryDelayMs } from "./backoff";
 import { PaymentBatcher } from "./batcher";
+import { handleDispute } from "./dispute-consumer";
 import { kindOf } from "./subscription";
 
 export type PaymentConsumerDeps = {
@@ -31,7 +33,6 @@ export type PaymentConsumerDeps = {
 };
 
 const decoder = new TextDecoder();
-const maxBackoffMs = 30_000;
 const pullExpiresMs = 5_000;
 /**
  * M5: messages taken in at once (applied, or waiting for their batch or their order's turn). Each
@@ -153,6 +154,13 @@ export class PaymentConsumer {
       payload = undefined;
     }
     const kind = kindOf(message.subject, topology);
+    if (kind === "disputed")
+      return handleDispute(
+        { ...this.deps, applied: this.applied, perOrder: this.perOrder, general: this.generalPath },
+        message,
+        payload,
+        span,
+      );
     const payment = parsePaymentMessage(payload);
     if (!payment || !kind) {
       this.applied.inc({ outcome: "invalid" });
@@ -217,7 +225,7 @@ export class PaymentConsumer {
           currency: payment.currency,
         });
     } catch (error) {
-      const delay = Math.min(maxBackoffMs, 500 * 2 ** Math.min(message.info.redeliveryCount, 6));
+      const delay = retryDelayMs(message.info.redeliveryCount);
       this.applied.inc({ outcome: "failed" });
       span.fail(error);
       logger.error("payment message failed; will be redelivered", {

@@ -8,7 +8,9 @@ export const review = t.Object({
   id: integer(),
   order_id: integer(),
   notification_id: t.String(),
-  event: t.String({ description: "payment.succeeded, payment.refunded or payment.failed" }),
+  event: t.String({
+    description: "payment.succeeded, payment.refunded, payment.failed or payment.disputed",
+  }),
   reason: choice(reviewReasons),
   amount: integer({ description: "The notification's amount, in minor units of its currency" }),
   currency: t.String({ description: "The notification's currency" }),

@@ -138,12 +138,17 @@ export async function resolveReview(
         );
       }
       // M1, L4: the payment it applies, so a later notification about it is no second charge.
-      const { payment_ref: paymentRef } = row.message as { payment_ref?: string };
+      const { payment_ref: paymentRef, provider } = row.message as {
+        payment_ref?: string;
+        provider?: string;
+      };
       const result = await transition(tx, topology, row.orderId, {
         to,
         source: "review",
         notificationId: row.notificationId,
         paymentRef: paymentRef ?? row.notificationId,
+        // G5: the reference is that provider's.
+        provider: provider ?? "generic",
         actor: resolvedBy,
         note: resolution.note,
       });

@@ -4,6 +4,7 @@ import { named, problems } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
 import type { PaymentsDeps } from "../../deps";
 import { operatorRealm, whoMayCall } from "../../lib/operator-realm";
+import { refusedLastHour } from "../refusals/service";
 
 const figure = (description: string) =>
   t.Nullable(integer({ minimum: 0, description: `${description}; null when it cannot be read` }));
@@ -14,10 +15,13 @@ export const paymentsStatus = named(
   t.Object({
     outbox_backlog: figure("Outbox rows (order-paid messages) not yet published to JetStream"),
     outbox_dead: figure("Outbox rows set aside: their publication cannot succeed"),
+    refused_last_hour: figure(
+      "Notifications the provider routes refused in the last hour, every replica's",
+    ),
   }),
   {
     description: "The payments service's operating figures: what waits to go out",
-    examples: [{ outbox_backlog: 0, outbox_dead: 0 }],
+    examples: [{ outbox_backlog: 0, outbox_dead: 0, refused_last_hour: 0 }],
   },
 );
 
@@ -31,11 +35,12 @@ export const statusController = (deps: PaymentsDeps) =>
     .get(
       "",
       async () => {
-        const [backlog, dead] = await Promise.all([
+        const [backlog, dead, refused] = await Promise.all([
           deps.metrics.reading("outbox_backlog"),
           deps.metrics.reading("outbox_dead"),
+          refusedLastHour(deps.sql).catch(() => null),
         ]);
-        return { outbox_backlog: backlog, outbox_dead: dead };
+        return { outbox_backlog: backlog, outbox_dead: dead, refused_last_hour: refused };
       },
       {
         auth: "admin",
@@ -45,7 +50,8 @@ export const statusController = (deps: PaymentsDeps) =>
           summary: "Read the payments service's operating figures",
           description:
             `${whoMayCall} The outbox backlog and the rows set aside, as /metrics has them, ` +
-            "read from the same 5-second cache; a figure that cannot be read is null.",
+            "read from the same 5-second cache, and the refusals of the last hour (" +
+            "GET /api/notifications/rejected); a figure that cannot be read is null.",
         },
       },
     );
