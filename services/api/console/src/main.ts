@@ -1,6 +1,6 @@
 import { type Child, h, show } from "./dom";
 import { answerOf, api, type Problem, SignedOut, whenUnauthorized } from "./services";
-import { refusalOf, session, takeTokenFromAddress } from "./session";
+import { refusalOf, session, takeCodeFromAddress } from "./session";
 import { empty, link, problemBox, setNavigator } from "./ui";
 import { endpointView } from "./views/endpoint";
 import { refreshHealth } from "./views/health";
@@ -148,6 +148,28 @@ setNavigator((path) => {
 });
 window.addEventListener("popstate", () => void render());
 
-const fromAddress = takeTokenFromAddress();
-if (fromAddress) void signIn(fromAddress);
+/** N16: the one-time code of the sign-in link, exchanged once for the token it stands for. */
+async function signInWithCode(code: string) {
+  try {
+    const { token } = await answerOf(
+      api().console.session.post({ code }),
+      "Exchanging the sign-in code",
+      { signOutOn401: false },
+    );
+    await signIn(token);
+  } catch (error) {
+    showSignIn(
+      (error as Problem).status === 401
+        ? "This sign-in link was used already or expired (it works once, within 10 minutes). Sign in with a token, or run npm start again for a new link."
+        : `${(error as Problem).title}: ${(error as Problem).detail}`,
+    );
+  }
+}
+
+const fromAddress = takeCodeFromAddress();
+if (fromAddress.code) void signInWithCode(fromAddress.code);
+else if (fromAddress.token)
+  showSignIn(
+    "Links that carry a token are not accepted (N16): paste the token, or use a sign-in link.",
+  );
 else void render();

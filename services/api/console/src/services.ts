@@ -38,7 +38,11 @@ function problemOf(status: number, value: unknown): Problem {
 }
 
 /** The answer's data, or a Problem; a 401 also signs out. Nothing is dropped silently. */
-export async function answerOf<T>(request: Promise<Answer<T>>, what: string): Promise<T> {
+export async function answerOf<T>(
+  request: Promise<Answer<T>>,
+  what: string,
+  { signOutOn401 = true } = {},
+): Promise<T> {
   let answer: Answer<T>;
   try {
     answer = await request;
@@ -48,7 +52,7 @@ export async function answerOf<T>(request: Promise<Answer<T>>, what: string): Pr
   if (answer.error) {
     const status = Number(answer.error.status);
     const problem = problemOf(status, answer.error.value);
-    if (status === 401) {
+    if (status === 401 && signOutOn401) {
       onUnauthorized(`${problem.title}: ${problem.detail}`);
       throw new SignedOut();
     }

@@ -303,3 +303,14 @@ export const webhookAttempts = api.table(
   },
   (table) => [index("webhook_attempts_delivery_id_idx").on(table.deliveryId, table.id)],
 );
+
+/**
+ * N16: the console's one-time sign-in codes. Only the code's SHA-256 is kept; the token waits here
+ * until the code is exchanged (the row is deleted then) or expires (deleted by the next use).
+ */
+export const consoleSignInCodes = api.table("console_sign_in_codes", {
+  codeHash: text("code_hash").primaryKey(),
+  token: text("token").notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
