@@ -81,9 +81,19 @@ export type EventSource = (typeof eventSources)[number];
 const literals = <T extends string>(values: readonly T[]) =>
   Type.Union(values.map((value) => Type.Literal(value)));
 
+/** M3: one line of the order in an `orders.*` payload, as it was ordered. */
+export const orderEventItem = Type.Object({
+  product_id: id,
+  name: Type.String(),
+  qty: Type.Integer({ minimum: 1 }),
+  unit_price: amount,
+});
+
 /**
  * M3: `orders.<event>`, written by the api in the transaction of the move it announces (R5).
- * `orders.paid` also carries `paid_at`.
+ * `orders.paid` also carries `paid_at`; every event carries the order's `customer_id` and `items`
+ * (so a shop system knows what to ship and to whom), and a manual move or a review the admin's
+ * `actor`. `customer_id` and `items` are optional only for messages written before M3 named them.
  */
 export const orderEvent = Type.Object({
   order_id: id,
@@ -95,6 +105,10 @@ export const orderEvent = Type.Object({
   reason: Type.Optional(Type.String()),
   notification_id: Type.Optional(Type.String()),
   paid_at: Type.Optional(timestamp),
+  customer_id: Type.Optional(Type.String()),
+  items: Type.Optional(Type.Array(orderEventItem)),
+  /** V5: the admin's token `sub`, for a manual move or an applied review. */
+  actor: Type.Optional(Type.String()),
 });
 export type OrderEvent = Static<typeof orderEvent>;
 

@@ -6,6 +6,8 @@ export type Problem = {
   status: number;
   detail: string;
   errors?: FieldError[];
+  /** A stable name of what went wrong, for a client that says it in its own words (V6). */
+  code?: string;
 };
 
 /** An error that knows its HTTP status; the problem plugin turns it into problem+json (E1). */
@@ -16,6 +18,7 @@ export class HttpError extends Error {
     detail: string,
     readonly errors?: FieldError[],
     readonly headers?: Record<string, string>,
+    readonly code?: string,
   ) {
     super(detail);
   }
@@ -29,6 +32,7 @@ export class HttpError extends Error {
       detail: this.message,
     };
     if (this.errors) problem.errors = this.errors;
+    if (this.code) problem.code = this.code;
     return problem;
   }
 }
@@ -58,8 +62,9 @@ export class NotFoundError extends HttpError {
 }
 
 export class ConflictError extends HttpError {
-  constructor(detail: string, errors?: FieldError[]) {
-    super(409, "Conflict", detail, errors);
+  /** `code`: a stable name of the conflict (e.g. `amount_not_accepted`), for clients (V6). */
+  constructor(detail: string, errors?: FieldError[], code?: string) {
+    super(409, "Conflict", detail, errors, undefined, code);
   }
 }
 

@@ -18,6 +18,13 @@ export const problemSchema = t.Object(
         { description: "One entry per invalid field (400 only)" },
       ),
     ),
+    code: t.Optional(
+      t.String({
+        description:
+          "A stable name of the conflict, for a client that words it itself (409 only): " +
+          "open_review, amount_not_accepted, move_not_possible, review_resolved, order_waits_behind",
+      }),
+    ),
   },
   { description: "RFC 9457 problem details" },
 );

@@ -206,6 +206,8 @@ export const orderEvents = api.table(
     at: timestamp("at", { withTimezone: true }).notNull().defaultNow(),
     source: text("source").notNull(),
     notificationId: text("notification_id"),
+    /** V5: the admin's token `sub` for a manual move or a review resolution; null otherwise. */
+    actor: text("actor"),
     detail: jsonb("detail").notNull().default({}),
   },
   (table) => [
@@ -214,7 +216,11 @@ export const orderEvents = api.table(
   ],
 );
 
-export const outbox = outboxTable(api);
+// H3: replay-missing reads 30 days of published order events by time; a BRIN index costs
+// next to nothing per insert, as rows arrive in time order.
+export const outbox = outboxTable(api, (table) => [
+  index("outbox_created_at_brin_idx").using("brin", table.createdAt),
+]);
 
 export const endpointStatuses = ["enabled", "disabled"] as const;
 export const disabledReasons = ["manual", "gone", "failing"] as const;
@@ -259,7 +265,10 @@ export const webhookDeliveries = api.table(
     orderId: bigint("order_id", { mode: "number" }),
     payload: jsonb("payload").notNull(),
     status: text("status", { enum: deliveryStatuses }).notNull().default("pending"),
+    /** The automatic attempts: the retry schedule's position (H3). */
     attempts: integer("attempts").notNull().default(0),
+    /** Attempts an admin asked for (H4 retry): on the log, but no slot of the schedule. */
+    manualAttempts: integer("manual_attempts").notNull().default(0),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
     leasedUntil: timestamp("leased_until", { withTimezone: true }),
     lastStatusCode: integer("last_status_code"),
@@ -303,6 +312,19 @@ export const webhookAttempts = api.table(
   },
   (table) => [index("webhook_attempts_delivery_id_idx").on(table.deliveryId, table.id)],
 );
+
+/**
+ * V5: who did what that moves no order (webhook endpoint changes, retries, replays): one row per
+ * action, with the admin's token `sub`; never a secret.
+ */
+export const auditLog = api.table("audit_log", {
+  id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+  at: timestamp("at", { withTimezone: true }).notNull().defaultNow(),
+  actor: text("actor").notNull(),
+  action: text("action").notNull(),
+  target: text("target").notNull(),
+  detail: jsonb("detail").notNull().default({}),
+});
 
 /**
  * N16: the console's one-time sign-in codes. Only the code's SHA-256 is kept; the token waits here

@@ -18,7 +18,10 @@ import {
  */
 export function outboxTable(
   schema: PgSchema,
-  moreIndexes: (table: { payload: ExtraConfigColumn }) => IndexBuilder[] = () => [],
+  moreIndexes: (table: {
+    payload: ExtraConfigColumn;
+    createdAt: ExtraConfigColumn;
+  }) => IndexBuilder[] = () => [],
 ) {
   return schema.table(
     "outbox",

@@ -12,13 +12,14 @@ import {
   orderListQuery,
   orderPage,
   orderStatusChange,
+  orderStatusChanged,
   timeline,
 } from "./model";
 import { orderSettingsOf, placeOnce, placeOrder } from "./placing";
-import { changeStatus, getOrder, listOrders, orderTimeline } from "./service";
+import { changeStatus, getOrder, listOrders, manualRefundNotice, orderTimeline } from "./service";
 
 export const ordersController = (deps: ApiDeps) => {
-  const { db, verifyToken, topology, outboxWritten } = deps;
+  const { db, verifyToken, topology, outboxWritten, logger } = deps;
   const settings = orderSettingsOf(deps);
   return new Elysia({ prefix: "/api/orders", detail: { tags: ["Orders"] } })
     .use(auth(verifyToken))
@@ -105,29 +106,41 @@ export const ordersController = (deps: ApiDeps) => {
     .patch(
       "/:order_id",
       async ({ params, body, principal }) => {
-        const { order, moved } = await changeStatus(
-          db,
-          topology,
-          principal,
-          params.order_id,
-          body.status,
-        );
+        const { order, moved } = await changeStatus(db, topology, principal, params.order_id, body);
         if (moved) outboxWritten();
-        return order;
+        if (!principal.admin) return order;
+        // V5: one line naming who moved the order by hand (the note stays on the timeline).
+        logger.info("order moved by an admin", {
+          order_id: order.order_id,
+          status: order.status,
+          moved,
+          actor: principal.customerId,
+        });
+        return moved && order.status === "refunded"
+          ? { ...order, notice: manualRefundNotice }
+          : order;
       },
       {
         auth: "customer",
         params: t.Object({ order_id: orderIdParam }),
         parse: "json",
         body: orderStatusChange,
-        response: { 200: order, ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503) },
+        response: {
+          200: orderStatusChanged,
+          ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503),
+        },
         detail: {
           operationId: "changeOrderStatus",
           summary: "Move an order to another status",
           description:
             "created → paid, created → cancelled and paid → refunded. An admin may make any of " +
-            "them; a customer may only cancel their own unpaid order. Asking for the status the " +
-            "order already has answers it unchanged; a move that is not allowed is 409.",
+            "them, with a `note` saying why (400 without one), recorded with the admin's token " +
+            "`sub` as `actor` on the timeline and on the `orders.*` event; a customer may only " +
+            "cancel their own unpaid order. Asking for the status the order already has answers " +
+            "it unchanged; a move that is not allowed is 409. Marking paid an order with an open " +
+            "payment review is 409 (`code` `open_review`, naming the review): resolve the review " +
+            "instead. An admin's `refunded` records a refund made elsewhere and sends no money " +
+            "back; its answer says so in `notice`.",
         },
       },
     );

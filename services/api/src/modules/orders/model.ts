@@ -3,7 +3,7 @@ import { keysetPage, pageQuery } from "@commerce/shared/platform/http/paging";
 import { named } from "@commerce/shared/platform/openapi";
 import { t } from "elysia";
 import { orderStatus } from "../../db/schema";
-import { bodyInt, choice, integer } from "../../lib/fields";
+import { bodyInt, choice, integer, text } from "../../lib/fields";
 import { orderAfter, productIdField } from "../../lib/ids";
 
 const timestamp = (description: string) =>
@@ -79,9 +79,34 @@ export const orderStatusChange = t.Object(
           "paid or refunded (admin), cancelled (the owner or an admin); the status the order already has changes nothing",
       },
     ),
+    note: t.Optional(
+      text(1, 1000, "V5: why; required of an admin, kept on the timeline entry", {
+        multiline: true,
+        name: "note",
+      }),
+    ),
   },
-  { additionalProperties: false, examples: [{ status: "cancelled" }] },
+  {
+    additionalProperties: false,
+    examples: [
+      { status: "cancelled" },
+      { status: "refunded", note: "Refunded by hand in the Stripe dashboard, ticket 4411" },
+    ],
+  },
 );
+
+/** R4, V6: the order after a PATCH; a manual refund says that it sent no money back. */
+export const orderStatusChanged = t.Composite([
+  order,
+  t.Object({
+    notice: t.Optional(
+      t.String({
+        description:
+          "Said of a manual refunded: the move records a refund made elsewhere and sends no money back",
+      }),
+    ),
+  }),
+]);
 
 export const orderListQuery = t.Object(
   {
@@ -118,8 +143,15 @@ export const timeline = t.Object({
       notification_id: t.Nullable(
         t.String({ description: "The payment notification that caused it, if one did" }),
       ),
+      actor: t.Nullable(
+        t.String({
+          description:
+            "V5: the admin (token sub) who made a manual move or resolved a review; null otherwise",
+        }),
+      ),
       detail: t.Record(t.String(), t.Unknown(), {
-        description: 'e.g. {"reason": "expired"} or {"review_id": 7, "reason": "mismatch"}',
+        description:
+          'e.g. {"reason": "expired"}, {"review_id": 7, "reason": "mismatch"}, or an admin\'s {"note": "…"}',
       }),
     }),
   ),
@@ -160,6 +192,7 @@ named("TimelineEntry", timeline.properties.items.items, {
       at: "2026-11-23T14:02:11.530Z",
       source: "webhook",
       notification_id: "evt_3PqK9aLkdIwHu7ix0e5RtYb2",
+      actor: null,
       detail: {},
     },
   ],

@@ -151,14 +151,14 @@ async function placeOrderNow(
         case when ${settings.ttlSeconds}::int > 0
           then now() + make_interval(secs => ${settings.ttlSeconds}::int) end
       from placeable
-      returning id, status, amount, currency, created_at, expires_at
+      returning id, customer_id, status, amount, currency, created_at, expires_at
     ), items as (
       insert into api.order_items (order_id, product_id, line, name, qty, unit_price, amount)
       select placed.id, line.product_id, line.line, product.name, line.qty, product.price,
         product.price::bigint * line.qty
       from placed, line join product on product.id = line.product_id
       returning *
-    ), ${orderEventWrites(sql, settings.topology, "created", "placed", { source: "api" })}
+    ), ${orderEventWrites(sql, settings.topology, "created", "placed", { source: "api" }, "items")}
     select verdict.missing, verdict.short,
       placed.id, placed.amount, placed.currency, placed.created_at, placed.expires_at,
       (select json_agg(json_build_object('orderId', order_id, 'productId', product_id,

@@ -1,10 +1,15 @@
 import type { EventSource, MessageTopology } from "@commerce/shared/contract/messages";
 import type { Principal } from "@commerce/shared/platform/auth/token-verifier";
-import { ForbiddenError, NotFoundError } from "@commerce/shared/platform/errors";
+import {
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  ValidationError,
+} from "@commerce/shared/platform/errors";
 import { offsetOf, type PageRequest } from "@commerce/shared/platform/http/paging";
 import { and, asc, desc, eq, type SQL, sql } from "drizzle-orm";
 import type { Database, Executor } from "../../db";
-import { orderEvents, orders } from "../../db/schema";
+import { orderEvents, orders, paymentReviews } from "../../db/schema";
 import { type ListTotal, listPage, listStatements } from "../../lib/list-page";
 import { preparedStatements } from "../../lib/prepared";
 import type { Order, OrderStatus } from "./model";
@@ -67,6 +72,7 @@ export async function orderTimeline(db: Executor, principal: Principal, id: numb
       at: entry.at.toISOString(),
       source: entry.source as EventSource,
       notification_id: entry.notificationId,
+      actor: entry.actor,
       detail: entry.detail as Record<string, unknown>,
     })),
   };
@@ -97,17 +103,29 @@ export async function listOrders(
   return { ...page, items: await withItems(db, page.items) };
 }
 
+/** V6: what a manual refund's answer says, so nobody believes it sent money back. */
+export const manualRefundNotice =
+  "Recorded only: marking an order refunded sends no money back. Refund the payment with the " +
+  "payment provider (its dashboard or API) if that has not been done.";
+
 /**
- * R4: PATCH /api/orders/{id}. An admin may ask for any status L1 allows; a customer only to
- * cancel their own order (anything else 403; another customer's order 404).
+ * R4, V5, V6: PATCH /api/orders/{id}. An admin may ask for any status L1 allows, with a `note`
+ * (400 without one), and the move carries the admin as `actor`; marking paid an order that has
+ * an open payment review is 409 naming the review (resolving it is the way). A customer may
+ * only cancel their own order (anything else 403; another customer's order 404).
  */
 export async function changeStatus(
   db: Database,
   topology: MessageTopology,
   principal: Principal,
   orderId: number,
-  to: OrderStatus,
+  change: { status: OrderStatus; note?: string },
 ) {
+  const to = change.status;
+  if (principal.admin && change.note === undefined)
+    throw new ValidationError("The request body is invalid", [
+      { path: "/note", message: "an admin's move needs a note saying why (1 to 1000 characters)" },
+    ]);
   return db.transaction(async (tx) => {
     if (!principal.admin) {
       const row = await orderRow(tx, orderId);
@@ -116,10 +134,30 @@ export async function changeStatus(
       if (to !== "cancelled")
         throw new ForbiddenError("A customer may only cancel their own order");
     }
+    if (principal.admin && to === "paid") await noOpenReview(tx, orderId);
     return transition(tx, topology, orderId, {
       to,
       source: principal.admin ? "manual" : "api",
       reason: to === "cancelled" ? (principal.admin ? "admin" : "customer") : undefined,
+      actor: principal.admin ? principal.customerId : undefined,
+      note: change.note,
     });
   });
+}
+
+/** V6: an order with an open payment review is paid by resolving the review, never by hand. */
+async function noOpenReview(tx: Executor, orderId: number) {
+  const [open] = await tx
+    .select({ id: paymentReviews.id, reason: paymentReviews.reason })
+    .from(paymentReviews)
+    .where(and(eq(paymentReviews.orderId, orderId), eq(paymentReviews.status, "open")))
+    .orderBy(asc(paymentReviews.id))
+    .limit(1);
+  if (open)
+    throw new ConflictError(
+      `Order ${orderId} has an open payment review ${open.id} (${open.reason}); resolve that ` +
+        "review instead of marking the order paid",
+      undefined,
+      "open_review",
+    );
 }

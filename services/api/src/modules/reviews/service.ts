@@ -99,7 +99,11 @@ export async function resolveReview(
       .for("update");
     if (!row) throw new NotFoundError(`Payment review ${id} does not exist`);
     if (row.status === "resolved")
-      throw new ConflictError(`Payment review ${id} is already resolved (${row.resolution})`);
+      throw new ConflictError(
+        `Payment review ${id} is already resolved (${row.resolution})`,
+        undefined,
+        "review_resolved",
+      );
 
     let moved = false;
     if (resolution.action === "apply") {
@@ -107,16 +111,30 @@ export async function resolveReview(
       if (!to)
         throw new ConflictError(
           `Payment review ${id} (${row.reason}, ${row.event}) has no move to apply; dismiss it`,
+          undefined,
+          "move_not_possible",
+        );
+      // V6: a second payment of a paid order can move nothing; say what to do instead.
+      if (row.reason === "duplicate_payment")
+        throw new ConflictError(
+          `Payment review ${id} is a second payment for order ${row.orderId}, which is already ` +
+            "paid, so there is nothing to apply. Dismiss the review, and refund the second " +
+            "payment with the payment provider if the customer was charged twice.",
+          undefined,
+          "move_not_possible",
         );
       if (differentAmount.has(row.reason) && resolution.accept_amount !== true) {
         const [expected] = await tx
           .select({ amount: orders.amount, currency: orders.currency })
           .from(orders)
           .where(eq(orders.id, row.orderId));
+        // V6: `code` lets the console name its own checkbox ("Accept the amount received").
         throw new ConflictError(
           `Payment review ${id} is a ${row.reason}: the notification says ${row.amount} ` +
             `${row.currency}, the order expects ${expected?.amount} ${expected?.currency}; ` +
-            `send "accept_amount": true to apply it anyway`,
+            "applying it needs the amount received accepted (accept_amount: true)",
+          undefined,
+          "amount_not_accepted",
         );
       }
       // M1, L4: the payment it applies, so a later notification about it is no second charge.
@@ -126,10 +144,14 @@ export async function resolveReview(
         source: "review",
         notificationId: row.notificationId,
         paymentRef: paymentRef ?? row.notificationId,
+        actor: resolvedBy,
+        note: resolution.note,
       });
       if (!result.moved)
         throw new ConflictError(
           `Order ${row.orderId} is already ${result.order.status}; dismiss the review instead`,
+          undefined,
+          "move_not_possible",
         );
       moved = true;
     }
@@ -154,8 +176,8 @@ export async function resolveReview(
         tx,
         row.orderId,
         "review_resolved",
-        { source: "review", notificationId: row.notificationId },
-        { review_id: id, resolution: resolved.resolution },
+        { source: "review", notificationId: row.notificationId, actor: resolvedBy },
+        { review_id: id, resolution: resolved.resolution, note: resolution.note },
       );
     return { review: toReview({ review: resolved, expected: expected ?? null }), moved };
   });

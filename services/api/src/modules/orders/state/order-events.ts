@@ -22,6 +22,10 @@ export type Cause = {
   trace?: TraceContext;
   /** M1, L4: the provider's id of the payment a message was about; on the timeline entry's detail. */
   paymentRef?: string;
+  /** V5, M3: the admin's token `sub` for a manual move or a review; on the event and the timeline. */
+  actor?: string;
+  /** V5: why an admin made the move; in the timeline entry's detail (not on the event). */
+  note?: string;
 };
 
 /** The `traceparent` header text of a cause: the relay publishes it with the message (O8). */
@@ -44,8 +48,10 @@ const atColumn: Record<OrderEventName, string> = {
  * (so the transaction) of the move they announce (R5), and a third, `order_deliveries`, its
  * webhook deliveries to every endpoint subscribed to it (H2). `rows` has the columns of `api.orders`;
  * the cause is `"per row"` (columns `source`, `reason`, `notification_id`, `traceparent`,
- * `payment_ref` of `rows`) or one cause for every row. Placing an order, a move of one order, a batch of moves
- * and a payment failure all write through it, so what "paid" writes is changed here, once.
+ * `payment_ref`, `actor`, `note` of `rows`) or one cause for every row. Placing an order, a move of
+ * one order, a batch of moves and a payment failure all write through it, so what "paid" writes
+ * is changed here, once. M3: the payload carries the order's `customer_id` and `items`, read by
+ * primary key from `items` (`api.order_items`, or the CTE of the same statement that wrote them).
  */
 export function orderEventWrites(
   sql: Sql,
@@ -53,6 +59,7 @@ export function orderEventWrites(
   event: OrderEventName,
   rows: string,
   cause: Cause | "per row",
+  items = "api.order_items",
 ) {
   const perRow = cause === "per row";
   const source = perRow ? sql`r.source` : sql`${cause.source}::text`;
@@ -62,6 +69,8 @@ export function orderEventWrites(
     : sql`${cause.notificationId ?? null}::text`;
   const traceparent = perRow ? sql`r.traceparent` : sql`${traceparentOf(cause)}::text`;
   const paymentRef = perRow ? sql`r.payment_ref` : sql`${cause.paymentRef ?? null}::text`;
+  const actor = perRow ? sql`r.actor` : sql`${cause.actor ?? null}::text`;
+  const note = perRow ? sql`r.note` : sql`${cause.note ?? null}::text`;
   const at = isoTimestamp(sql, `r.${atColumn[event]}`);
   // JetStream de-duplicates on it; a payment may fail more than once, so that one is per notification.
   const messageId =
@@ -75,7 +84,11 @@ export function orderEventWrites(
         jsonb_strip_nulls(jsonb_build_object('order_id', r.id, 'status', r.status,
           'amount', r.amount, 'currency', r.currency, 'at', ${at}, 'source', ${source},
           'reason', ${reason}, 'notification_id', ${notificationId},
-          'paid_at', ${event === "paid" ? at : sql`null::text`})),
+          'paid_at', ${event === "paid" ? at : sql`null::text`}, 'actor', ${actor},
+          'customer_id', r.customer_id,
+          'items', (select jsonb_agg(jsonb_build_object('product_id', i.product_id,
+              'name', i.name, 'qty', i.qty, 'unit_price', i.unit_price) order by i.line)
+            from ${sql(items)} i where i.order_id = r.id))),
         case when ${traceparent} is not null
           then jsonb_build_object('traceparent', ${traceparent}) end
       from ${sql(rows)} r
@@ -84,9 +97,10 @@ export function orderEventWrites(
       -- H2, H6: the event's webhook deliveries commit with its outbox row, or neither does.
       ${deliveriesFrom(sql, sql`select ${`orders.${event}`}::text, message_id, (payload->>'order_id')::bigint, payload from order_message`)}
     ), order_timeline as (
-      insert into api.order_events (order_id, type, source, notification_id, detail)
-      select r.id, ${event}::text, ${source}, ${notificationId},
-        jsonb_strip_nulls(jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef}))
+      insert into api.order_events (order_id, type, source, notification_id, actor, detail)
+      select r.id, ${event}::text, ${source}, ${notificationId}, ${actor},
+        jsonb_strip_nulls(jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef},
+          'note', ${note}))
       from ${sql(rows)} r
     )`;
 }
@@ -119,6 +133,7 @@ const run = preparedStatements((db) => ({
       type: sqlText.placeholder("type"),
       source: sqlText.placeholder("source"),
       notificationId: sqlText.placeholder("notificationId"),
+      actor: sqlText.placeholder("actor"),
       detail: sqlText.placeholder("detail"),
     })
     .prepare("record_on_timeline"),
@@ -132,7 +147,7 @@ export async function recordOnTimeline(
   tx: Executor,
   orderId: number,
   type: Exclude<TimelineType, OrderEventName>,
-  cause: Pick<Cause, "source" | "notificationId">,
+  cause: Pick<Cause, "source" | "notificationId" | "actor">,
   detail: Record<string, unknown> = {},
 ): Promise<void> {
   await run(tx, "recordOnTimeline", {
@@ -140,6 +155,7 @@ export async function recordOnTimeline(
     type,
     source: cause.source,
     notificationId: cause.notificationId ?? null,
+    actor: cause.actor ?? null,
     detail,
   });
 }

@@ -38,6 +38,8 @@ type MoveInput = {
   notificationId?: string;
   traceparent: string | null;
   paymentRef?: string;
+  actor?: string;
+  note?: string;
   expect?: { amount: number; currency: string };
 };
 
@@ -65,8 +67,11 @@ function moveStatement(
         ${column((i) => i.traceparent)}::text[],
         ${column((i) => i.expect?.amount ?? null)}::bigint[],
         ${column((i) => i.expect?.currency ?? null)}::text[],
-        ${column((i) => i.paymentRef ?? null)}::text[]
-      ) as i(order_id, reason, notification_id, traceparent, amount, currency, payment_ref)
+        ${column((i) => i.paymentRef ?? null)}::text[],
+        ${column((i) => i.actor ?? null)}::text[],
+        ${column((i) => i.note ?? null)}::text[]
+      ) as i(order_id, reason, notification_id, traceparent, amount, currency, payment_ref,
+        actor, note)
     ), movable as (
       select o.id as order_id, i.notification_id
       from api.orders o join input i on i.order_id = o.id
@@ -83,7 +88,7 @@ function moveStatement(
       from claimed c join input i on i.order_id = c.order_id
       where o.id = c.order_id
       returning o.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
-        i.payment_ref
+        i.payment_ref, i.actor, i.note
     ), ${orderEventWrites(sql, topology, move.to, "moved", "per row")}
     select * from moved`;
 }
@@ -109,6 +114,8 @@ export async function transition(
       `Order ${orderId} is ${current.status}; it cannot become ${move.to}${
         moves[current.status][move.to] ? ` this way (${move.source})` : ""
       }`,
+      undefined,
+      "move_not_possible",
     );
 
   if (current.status === "created" && move.to === "cancelled") await giveStockBack(tx, items);
@@ -118,6 +125,7 @@ export async function transition(
       throw new ConflictError(
         `Order ${orderId} cannot be paid again: too little stock is left`,
         short.map((i) => ({ path: `/items/${i}/qty`, message: "not enough stock left" })),
+        "move_not_possible",
       );
   }
 
