@@ -196,7 +196,7 @@ describe("N16 the sign-in link carries a one-time code", () => {
     expect(await first.json()).toEqual({ token: con.stack.admin });
     const second = await exchange(code);
     expect(second.status).toBe(401);
-    const problem = await second.json();
+    const problem = (await second.json()) as { title: string; detail: string };
     expect(problem.title).toBe("Unauthorized");
     expect(problem.detail).toContain("once");
     expect((await exchange("not-a-code")).status).toBe(401);

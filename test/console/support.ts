@@ -25,7 +25,7 @@ export async function openConsole({ env = {} as Record<string, string> } = {}) {
       headers: { authorization: `Bearer ${stack.admin}` },
     });
     expect(answer.status).toBe(201);
-    return answer.json();
+    return (await answer.json()) as { code: string; expires_at: string };
   }
 
   /** A new tab signed in by the link `npm start` prints (a one-time code), on the orders view. */

@@ -2,12 +2,15 @@ import { type Child, h, show } from "./dom";
 import { answerOf, api, type Problem, SignedOut, whenUnauthorized } from "./services";
 import { refusalOf, session, takeCodeFromAddress } from "./session";
 import { empty, link, problemBox, setNavigator } from "./ui";
+import { auditView } from "./views/audit";
 import { endpointView } from "./views/endpoint";
-import { refreshHealth } from "./views/health";
+import { keepHealthFresh } from "./views/health";
 import { notificationsView } from "./views/notifications";
 import { orderView } from "./views/order";
 import { ordersView } from "./views/orders";
+import { refusalsView } from "./views/refusals";
 import { reviewsView, reviewView } from "./views/reviews";
+import { setAsideView } from "./views/set-aside";
 import { signInView } from "./views/sign-in";
 import { webhooksView } from "./views/webhooks";
 
@@ -31,6 +34,9 @@ function viewFor(path: string): View | undefined {
       "/console/reviews": reviewsView,
       "/console/notifications": notificationsView,
       "/console/webhooks": webhooksView,
+      "/console/refusals": refusalsView,
+      "/console/audit": auditView,
+      "/console/outbox": setAsideView,
     } as Record<string, View>
   )[path];
 }
@@ -40,6 +46,8 @@ const sections = [
   ["/console/reviews", "Payment reviews"],
   ["/console/notifications", "Notifications"],
   ["/console/webhooks", "Webhooks"],
+  ["/console/refusals", "Refusals"],
+  ["/console/audit", "Audit"],
 ] as const;
 
 function showSignIn(message?: string) {
@@ -118,7 +126,7 @@ async function render() {
     health,
     main,
   );
-  void refreshHealth(health).catch(() => show(health, "Health unknown"));
+  keepHealthFresh(health);
   const view = viewFor(path);
   try {
     show(

@@ -7,6 +7,8 @@ export class Problem extends Error {
     readonly title: string,
     readonly detail: string,
     readonly status?: number,
+    /** The problem's stable `code` (V6), which the console says in its own words. */
+    readonly code?: string,
   ) {
     super(`${title}: ${detail}`);
   }
@@ -34,7 +36,8 @@ function problemOf(status: number, value: unknown): Problem {
   const errors = Array.isArray(body.errors)
     ? body.errors.map((e: { path?: string; message?: string }) => `${e.path}: ${e.message}`)
     : [];
-  return new Problem(title, [detail, ...errors].filter(Boolean).join(" "), status);
+  const code = typeof body.code === "string" ? body.code : undefined;
+  return new Problem(title, [detail, ...errors].filter(Boolean).join(" "), status, code);
 }
 
 /** The answer's data, or a Problem; a 401 also signs out. Nothing is dropped silently. */

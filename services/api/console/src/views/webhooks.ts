@@ -37,17 +37,21 @@ async function listInto(place: Element, pageNumber: number) {
     place,
     page.items.length
       ? table(
-          ["Endpoint", "URL", "Events", "Status", "Created"],
-          page.items.map((endpoint) => [
-            link(`/console/webhooks/${endpoint.id}`, `Endpoint ${endpoint.id}`),
-            h("code", {}, endpoint.url),
-            endpoint.events.join(", "),
-            [
-              badge(endpoint.status),
-              endpoint.disabled_reason ? ` ${endpoint.disabled_reason}` : null,
-            ],
-            time(endpoint.created_at),
-          ]),
+          ["Endpoint", "Description", "URL", "Events", "Status", "Now", "Created"],
+          await Promise.all(
+            page.items.map(async (endpoint) => [
+              link(`/console/webhooks/${endpoint.id}`, `Endpoint ${endpoint.id}`),
+              endpoint.description || h("span", { class: "muted" }, "—"),
+              h("code", {}, endpoint.url),
+              endpoint.events.join(", "),
+              [
+                badge(endpoint.status),
+                endpoint.disabled_reason ? ` ${endpoint.disabled_reason}` : null,
+              ],
+              endpoint.status === "enabled" ? await failingState(endpoint.id) : "—",
+              time(endpoint.created_at),
+            ]),
+          ),
         )
       : empty("No endpoint receives the shop's order events yet."),
     h(
@@ -57,6 +61,35 @@ async function listInto(place: Element, pageNumber: number) {
       pageNumber < page.pages ? pageLink(pageNumber + 1, "Next page") : null,
     ),
   );
+}
+
+/** H3: a delivery pending longer than this means its endpoint is failing now (U7). */
+const pendingTooLongMs = 5 * 60 * 1000;
+
+/**
+ * U7: whether an enabled endpoint is failing now, read from its newest delivery: it failed, its
+ * last attempt was refused, or it has waited more than 5 minutes. The health line counts the same.
+ */
+async function failingState(id: number) {
+  const { items } = await answerOf(
+    endpoints()({ id }).deliveries.get({ query: { per_page: 1 } }),
+    "Reading the endpoint's newest delivery",
+  );
+  const newest = items[0];
+  if (!newest) return h("span", { class: "muted" }, "no delivery yet");
+  const refused = newest.last_status_code !== null && !/^2/.test(String(newest.last_status_code));
+  const waiting =
+    newest.status === "pending" &&
+    (refused ||
+      (newest.attempts > 0 && newest.last_status_code === null) ||
+      Date.now() - Date.parse(newest.created_at) > pendingTooLongMs);
+  return newest.status === "failed" || waiting
+    ? h(
+        "span",
+        { class: "badge badge-failing" },
+        `failing${newest.last_status_code ? ` (${newest.last_status_code})` : ""}`,
+      )
+    : badge("ok");
 }
 
 function createForm(refreshList: () => Promise<void>) {
