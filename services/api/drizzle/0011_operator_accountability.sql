@@ -9,4 +9,5 @@ CREATE TABLE "api"."audit_log" (
 --> statement-breakpoint
 ALTER TABLE "api"."order_events" ADD COLUMN "actor" text;--> statement-breakpoint
 ALTER TABLE "api"."webhook_deliveries" ADD COLUMN "manual_attempts" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
-CREATE INDEX "outbox_created_at_brin_idx" ON "api"."outbox" USING brin ("created_at");
+CREATE INDEX "outbox_created_at_brin_idx" ON "api"."outbox" USING brin ("created_at");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_order_id_idx" ON "api"."webhook_deliveries" USING btree ("order_id","id");

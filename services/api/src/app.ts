@@ -7,6 +7,7 @@ import { operationalRoutes } from "@commerce/shared/platform/operational-routes"
 import { Elysia } from "elysia";
 import type { ApiDeps } from "./deps";
 import { jsonBody } from "./lib/json-body";
+import { auditController } from "./modules/audit";
 import { auth, bearerSecurity } from "./modules/auth";
 import { cartController } from "./modules/cart";
 import { checkoutController } from "./modules/cart/checkout";
@@ -19,6 +20,7 @@ import { productsController } from "./modules/products";
 import { reviewsController } from "./modules/reviews";
 import { statusController } from "./modules/status";
 import { webhooksController } from "./modules/webhooks";
+import { webhookDeliveriesController } from "./modules/webhooks/delivery-routes";
 
 export const apiBodyLimit = 16 * 1024;
 
@@ -146,6 +148,8 @@ export function createApp(deps: ApiDeps) {
       .use(consoleController(deps))
       .use(signInController(deps))
       .use(webhooksController(deps))
+      .use(webhookDeliveriesController(deps))
+      .use(auditController(deps))
       .use(statusController(deps))
   );
 }

@@ -49,6 +49,13 @@ export const apiEnv = Type.Object({
     default: 432_000,
     description: "H3: an endpoint failing this long is disabled",
   }),
+  OUTBOX_RETENTION_DAYS: Var.integer({
+    minimum: 30,
+    maximum: 3650,
+    default: 30,
+    description:
+      "H3: days a published order event is kept in the outbox, for replay-missing; at least 30",
+  }),
   WEBHOOK_ALLOW_HTTP: Var.boolean({ description: "H7: endpoints may be plain http:// URLs" }),
   WEBHOOK_ALLOW_PRIVATE: Var.boolean({
     description: "H7: endpoints may resolve to private or loopback addresses",
@@ -69,6 +76,8 @@ export function loadConfig(env: Env) {
     /** U1: the payments service's URL as a browser reaches it; unset, the console shows no notifications. */
     paymentsPublicUrl: vars.PAYMENTS_PUBLIC_URL,
     orderTtlSeconds: vars.ORDER_TTL_SECONDS,
+    /** H3: days published order events stay in the outbox, for replay-missing. */
+    outboxRetentionDays: vars.OUTBOX_RETENTION_DAYS,
     /** N5: what one customer may hold unpaid; 0 = no limit. */
     holds: { maxOrders: vars.HOLD_MAX_ORDERS, maxUnits: vars.HOLD_MAX_UNITS },
     /** H3, H7: how outgoing webhooks are retried and where they may go. */

@@ -9,6 +9,7 @@ import { createDatabase, migrations } from "./db";
 import type { ApiDeps } from "./deps";
 import { deleteExpiredIdempotencyKeys } from "./lib/idempotency";
 import { OrderExpirySweeper } from "./modules/orders/expiry";
+import { deleteOldOutboxRows } from "./modules/outbox/retention";
 import { PaymentConsumer } from "./modules/payment-inbox/consumer";
 import { ensurePaymentConsumer } from "./modules/payment-inbox/subscription";
 import { registerReviewMetrics } from "./modules/reviews/service";
@@ -103,19 +104,21 @@ export async function createService(
       expiry.start();
       dispatcher.start();
       webhookMetrics.start();
-      // Idempotency-Keys are kept 24 hours; older ones are only taking space.
-      keySweeper = setInterval(
-        () =>
-          deleteExpiredIdempotencyKeys(db).catch((error) =>
-            logger.warn("key sweep failed", describeError(error)),
-          ),
-        3_600_000,
-      );
+      // Idempotency-Keys are kept 24 hours; older ones are only taking space. Published order
+      // events are kept OUTBOX_RETENTION_DAYS for replay-missing (H3), then go too.
+      keySweeper = setInterval(() => {
+        deleteExpiredIdempotencyKeys(db).catch((error) =>
+          logger.warn("key sweep failed", describeError(error)),
+        );
+        deleteOldOutboxRows(core.sql, config.outboxRetentionDays).catch((error) =>
+          logger.warn("outbox retention sweep failed", describeError(error)),
+        );
+      }, 3_600_000);
     },
 
     stop: () =>
       core.stop(app, [
-        ["idempotency key sweeper", () => clearInterval(keySweeper)],
+        ["idempotency key and outbox sweeper", () => clearInterval(keySweeper)],
         ["order expiry", () => expiry.stop()],
         ["webhook dispatcher", () => dispatcher.stop()],
         ["webhook metrics", () => webhookMetrics.stop()],

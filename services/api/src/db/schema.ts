@@ -293,6 +293,8 @@ export const webhookDeliveries = api.table(
       .on(table.endpointId, sql`coalesce(${table.orderId}, 0)`, table.id)
       .where(sql`${table.status} = 'pending'`),
     index("webhook_deliveries_endpoint_status_id_idx").on(table.endpointId, table.status, table.id),
+    // U7: "did the warehouse hear of order N?" reads an order's deliveries to every endpoint.
+    index("webhook_deliveries_order_id_idx").on(table.orderId, table.id),
   ],
 );
 

@@ -15,7 +15,17 @@ export const apiStatus = named(
     payment_consumer_lag: figure("Payment messages not yet applied (pending on the consumer)"),
     open_reviews: figure("Open payment reviews, each waiting for a person"),
     failing_endpoints: figure(
-      "Webhook endpoints the api disabled because deliveries kept failing or the receiver is gone",
+      "Enabled webhook endpoints failing now: their last attempt failed, or a delivery has been pending over 5 minutes",
+    ),
+    disabled_endpoints: figure(
+      "Webhook endpoints disabled (by an admin, or by the api: gone, failing)",
+    ),
+    oldest_pending_delivery_seconds: t.Nullable(
+      t.Number({
+        minimum: 0,
+        description:
+          "Age of the oldest pending delivery to an enabled endpoint; null when none is pending (or it cannot be read)",
+      }),
     ),
   }),
   {
@@ -27,7 +37,9 @@ export const apiStatus = named(
         outbox_dead: 0,
         payment_consumer_lag: 3,
         open_reviews: 1,
-        failing_endpoints: 0,
+        failing_endpoints: 1,
+        disabled_endpoints: 0,
+        oldest_pending_delivery_seconds: 412.5,
       },
     ],
   },
@@ -42,13 +54,16 @@ export const statusController = ({ verifyToken, metrics }: ApiDeps) =>
   new Elysia({ prefix: "/api/status", detail: { tags: ["Status"] } }).use(auth(verifyToken)).get(
     "",
     async () => {
-      const [backlog, dead, lag, reviews, failing] = await Promise.all(
+      const [backlog, dead, lag, reviews, failing, disabled, pending, oldest] = await Promise.all(
         [
           "outbox_backlog",
           "outbox_dead",
           "payment_consumer_lag",
           "payment_reviews_open",
-          "webhook_endpoints_failing",
+          "webhook_endpoints_failing_now",
+          "webhook_endpoints_disabled",
+          "webhook_deliveries_pending_enabled",
+          "webhook_oldest_pending_delivery_seconds",
         ].map((name) => metrics.reading(name)),
       );
       return {
@@ -57,6 +72,8 @@ export const statusController = ({ verifyToken, metrics }: ApiDeps) =>
         payment_consumer_lag: lag,
         open_reviews: reviews,
         failing_endpoints: failing,
+        disabled_endpoints: disabled,
+        oldest_pending_delivery_seconds: pending ? oldest : null,
       };
     },
     {
@@ -66,8 +83,9 @@ export const statusController = ({ verifyToken, metrics }: ApiDeps) =>
         operationId: "getApiStatus",
         summary: "Read the api's operating figures",
         description:
-          "Outbox backlog and rows set aside, the payment consumer's lag, open payment reviews " +
-          "and webhook endpoints disabled for failing: the figures /metrics has, for an " +
+          "Outbox backlog and rows set aside, the payment consumer's lag, open payment reviews, " +
+          "webhook endpoints failing now and disabled, and the oldest pending delivery's age: " +
+          "the figures /metrics has, for an " +
           "operator's token, read from the same 5-second cache. A figure that cannot be read " +
           "(e.g. NATS is down) is null. Admin bearer token only (scope `admin`); a customer " +
           "token is 403.",

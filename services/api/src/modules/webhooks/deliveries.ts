@@ -1,9 +1,10 @@
 import { NotFoundError } from "@commerce/shared/platform/errors";
 import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/platform/http/paging";
-import { and, asc, count, desc, eq, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq } from "drizzle-orm";
 import type { Database } from "../../db";
 import {
   type DeliveryStatus,
+  orders,
   webhookAttempts,
   webhookDeliveries,
   webhookEndpoints,
@@ -19,7 +20,7 @@ const toDelivery = (row: DeliveryRow): Delivery => ({
   message_id: row.messageId,
   order_id: row.orderId,
   status: row.status,
-  attempts: row.attempts,
+  attempts: row.attempts + row.manualAttempts,
   next_attempt_at: row.status === "pending" ? row.nextAttemptAt.toISOString() : null,
   last_status_code: row.lastStatusCode,
   created_at: row.createdAt.toISOString(),
@@ -83,18 +84,34 @@ export async function getDelivery(
 }
 
 /**
- * H4: attempt a delivery again now, also a `failed` one (which then gets this one attempt; a
- * failure leaves it `failed`). An attempt in flight keeps its lease; the retry follows it.
+ * U7: "did the warehouse hear of order N?": every delivery of the order's events, to every
+ * endpoint, oldest first, with the endpoint's description and url; 404 for an unknown order.
  */
-export async function retryDelivery(db: Database, endpointId: number, deliveryId: number) {
-  const [row] = await db
-    .update(webhookDeliveries)
-    .set({ status: "pending", nextAttemptAt: sql`now()` })
-    .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.endpointId, endpointId)))
-    .returning();
-  if (!row)
-    throw new NotFoundError(`Delivery ${deliveryId} of endpoint ${endpointId} does not exist`);
-  return toDelivery(row);
+export async function listOrderDeliveries(db: Database, orderId: number) {
+  const [order] = await db.select({ id: orders.id }).from(orders).where(eq(orders.id, orderId));
+  if (!order) throw new NotFoundError(`Order ${orderId} does not exist`);
+  const rows = await db
+    .select({
+      delivery: webhookDeliveries,
+      description: webhookEndpoints.description,
+      url: webhookEndpoints.url,
+    })
+    .from(webhookDeliveries)
+    .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
+    .where(eq(webhookDeliveries.orderId, orderId))
+    .orderBy(asc(webhookDeliveries.id))
+    .limit(1000);
+  return {
+    items: rows.map(({ delivery, description, url }) => {
+      const { order_id: _, ...shown } = toDelivery(delivery);
+      return {
+        ...shown,
+        endpoint_id: delivery.endpointId,
+        endpoint_description: description,
+        endpoint_url: url,
+      };
+    }),
+  };
 }
 
 /** H4: a `webhook.test` event for one endpoint, delivered like any other (its own message id). */

@@ -4,7 +4,7 @@ import type { WebhookConfig } from "../../config";
 import { AttemptRecorder } from "./attempt-record";
 import type { WebhookMetrics } from "./metrics";
 import { sendDelivery } from "./sender";
-import { signDelivery } from "./signature";
+import { signedDelivery } from "./signature";
 
 /** How long past the attempt's timeout a lease lasts: time to record the attempt. */
 const leaseMarginSeconds = 5;
@@ -238,18 +238,8 @@ export class WebhookDispatcher {
 
   private async attempt(delivery: Claimed) {
     const { config, metrics, logger } = this.deps;
-    const timestamp = Math.floor(Date.now() / 1000);
-    const body = JSON.stringify({
-      type: delivery.event_type,
-      timestamp: delivery.created_at,
-      data: delivery.payload,
-    });
     const secrets = [delivery.secret, delivery.previous_secret].filter((s) => s !== null);
-    const headers = {
-      "webhook-id": delivery.message_id,
-      "webhook-timestamp": String(timestamp),
-      "webhook-signature": signDelivery(secrets, delivery.message_id, timestamp, body),
-    };
+    const { body, headers } = signedDelivery(delivery, secrets);
     const result = await sendDelivery(
       delivery.url,
       headers,

@@ -1,10 +1,11 @@
 import { pageRequestOf } from "@commerce/shared/platform/http/paging";
 import { problems, withResponseHeaders } from "@commerce/shared/platform/openapi";
-import { type Context, Elysia, t } from "elysia";
+import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { urlInt } from "../../lib/fields";
+import { recordAction } from "../audit/service";
 import { auth } from "../auth";
-import { getDelivery, listDeliveries, retryDelivery, sendTestEvent } from "./deliveries";
+import { sendTestEvent } from "./deliveries";
 import {
   createEndpoint,
   deleteEndpoint,
@@ -14,11 +15,10 @@ import {
   updateEndpoint,
 } from "./endpoints";
 import {
+  changedWebhookEndpoint,
   createdWebhookEndpoint,
   delivery,
-  deliveryPage,
-  deliveryQuery,
-  deliveryWithAttempts,
+  disabledNotice,
   endpointChange,
   endpointPage,
   endpointQuery,
@@ -29,27 +29,24 @@ import {
 
 const id = urlInt("path", "id", 1, Number.MAX_SAFE_INTEGER);
 const endpointParam = t.Object({ id });
-const deliveryParam = t.Object({
-  id,
-  delivery_id: urlInt("path", "delivery_id", 1, Number.MAX_SAFE_INTEGER),
-});
 const admin = "Admin token (scope admin).";
+const target = (endpointId: number) => `webhook-endpoint/${endpointId}`;
 
-/** H1, H4: the endpoints an admin subscribed, and their delivery log. */
-export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue }: ApiDeps) => {
-  /** A delivery queued by hand (a test event, a retry): the dispatcher is woken, the answer is 202. */
-  const queued = async <T>(set: Context["set"], delivery: Promise<T>) => {
-    const queuedDelivery = await delivery;
-    webhooksDue();
-    set.status = 202;
-    return queuedDelivery;
-  };
+/** H1, V5: the endpoints an admin subscribed; each change on the audit log with its actor. */
+export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue, logger }: ApiDeps) => {
+  const audit = (record: Parameters<typeof recordAction>[2]) => recordAction(db, logger, record);
   return new Elysia({ prefix: "/api/webhook-endpoints", detail: { tags: ["Webhooks"] } })
     .use(auth(verifyToken))
     .post(
       "/",
-      async ({ body, set }) => {
+      async ({ body, set, principal }) => {
         const endpoint = await createEndpoint(db, body, webhooks);
+        await audit({
+          actor: principal.customerId,
+          action: "webhook_endpoint.create",
+          target: target(endpoint.id),
+          detail: { url: body.url, events: body.events, description: body.description ?? null },
+        });
         set.status = 201;
         set.headers.location = `/api/webhook-endpoints/${endpoint.id}`;
         return endpoint;
@@ -94,28 +91,54 @@ export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue }: A
     })
     .patch(
       "/:id",
-      async ({ params, body }) => {
+      async ({ params, body, principal }) => {
         const endpoint = await updateEndpoint(db, params.id, body, webhooks);
         if (body.status === "enabled") webhooksDue();
-        return endpoint;
+        const { status, ...fields } = body;
+        if (Object.keys(fields).length > 0)
+          await audit({
+            actor: principal.customerId,
+            action: "webhook_endpoint.update",
+            target: target(params.id),
+            detail: fields,
+          });
+        if (status)
+          await audit({
+            actor: principal.customerId,
+            action: status === "enabled" ? "webhook_endpoint.enable" : "webhook_endpoint.disable",
+            target: target(params.id),
+          });
+        return endpoint.status === "disabled" ? { ...endpoint, notice: disabledNotice } : endpoint;
       },
       {
         auth: "admin",
         parse: "json",
         params: endpointParam,
         body: endpointChange,
-        response: { 200: webhookEndpoint, ...problems(400, 401, 403, 404, 413, 415, 429, 503) },
+        response: {
+          200: changedWebhookEndpoint,
+          ...problems(400, 401, 403, 404, 413, 415, 429, 503),
+        },
         detail: {
           operationId: "updateWebhookEndpoint",
           summary: "Change a webhook endpoint",
-          description: `Enabling a disabled endpoint resumes its pending deliveries. ${admin}`,
+          description:
+            "A disabled endpoint gets no delivery for an event that happens while it is " +
+            "disabled (the answer's `notice` says so); its pending deliveries wait, and enabling " +
+            "it resumes them. `replay-missing` delivers what it missed. " +
+            admin,
         },
       },
     )
     .delete(
       "/:id",
-      async ({ params, set }) => {
+      async ({ params, set, principal }) => {
         await deleteEndpoint(db, params.id);
+        await audit({
+          actor: principal.customerId,
+          action: "webhook_endpoint.delete",
+          target: target(params.id),
+        });
         set.status = 204;
       },
       {
@@ -129,70 +152,50 @@ export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue }: A
         },
       },
     )
-    .post("/:id/rotate-secret", ({ params }) => rotateSecret(db, params.id), {
-      auth: "admin",
-      params: endpointParam,
-      response: { 200: rotatedSecret, ...problems(400, 401, 403, 404, 429, 503) },
-      detail: {
-        operationId: "rotateWebhookSecret",
-        summary: "Give a webhook endpoint a new secret",
-        description: `For 24 hours deliveries carry signatures under both secrets. ${admin}`,
+    .post(
+      "/:id/rotate-secret",
+      async ({ params, principal }) => {
+        const rotated = await rotateSecret(db, params.id);
+        await audit({
+          actor: principal.customerId,
+          action: "webhook_endpoint.rotate_secret",
+          target: target(params.id),
+        });
+        return rotated;
       },
-    })
-    .post("/:id/test", ({ params, set }) => queued(set, sendTestEvent(db, params.id)), {
-      auth: "admin",
-      params: endpointParam,
-      response: { 202: delivery, ...problems(400, 401, 403, 404, 429, 503) },
-      detail: {
-        operationId: "testWebhookEndpoint",
-        summary: "Send a webhook.test event to an endpoint",
-        description: admin,
-      },
-    })
-    .get(
-      "/:id/deliveries",
-      ({ params, query }) =>
-        listDeliveries(db, params.id, pageRequestOf(query), {
-          status: query.status,
-          orderId: query.order_id,
-        }),
       {
         auth: "admin",
         params: endpointParam,
-        query: deliveryQuery,
-        response: { 200: deliveryPage, ...problems(400, 401, 403, 404, 429, 503) },
+        response: { 200: rotatedSecret, ...problems(400, 401, 403, 404, 429, 503) },
         detail: {
-          operationId: "listWebhookDeliveries",
-          summary: "List an endpoint's deliveries, newest first",
-          description: admin,
-        },
-      },
-    )
-    .get(
-      "/:id/deliveries/:delivery_id",
-      ({ params }) => getDelivery(db, params.id, params.delivery_id),
-      {
-        auth: "admin",
-        params: deliveryParam,
-        response: { 200: deliveryWithAttempts, ...problems(400, 401, 403, 404, 429, 503) },
-        detail: {
-          operationId: "getWebhookDelivery",
-          summary: "Read one delivery with every attempt",
-          description: admin,
+          operationId: "rotateWebhookSecret",
+          summary: "Give a webhook endpoint a new secret",
+          description: `For 24 hours deliveries carry signatures under both secrets. ${admin}`,
         },
       },
     )
     .post(
-      "/:id/deliveries/:delivery_id/retry",
-      ({ params, set }) => queued(set, retryDelivery(db, params.id, params.delivery_id)),
+      "/:id/test",
+      async ({ params, set, principal }) => {
+        const queued = await sendTestEvent(db, params.id);
+        await audit({
+          actor: principal.customerId,
+          action: "webhook_endpoint.test",
+          target: target(params.id),
+          detail: { delivery_id: queued.id },
+        });
+        webhooksDue();
+        set.status = 202;
+        return queued;
+      },
       {
         auth: "admin",
-        params: deliveryParam,
+        params: endpointParam,
         response: { 202: delivery, ...problems(400, 401, 403, 404, 429, 503) },
         detail: {
-          operationId: "retryWebhookDelivery",
-          summary: "Attempt a delivery again now",
-          description: `Also a delivery that has failed. ${admin}`,
+          operationId: "testWebhookEndpoint",
+          summary: "Send a webhook.test event to an endpoint",
+          description: admin,
         },
       },
     );

@@ -57,6 +57,40 @@ export class WebhookMetrics {
         return row.failing;
       },
     );
+    // U7: the health line's webhook figures, read together (one statement per 5-second reading).
+    const health = () =>
+      this.sql<{ failing_now: number; disabled: number; pending: number; oldest: number }[]>`
+        select
+          count(*) filter (where e.status = 'enabled' and (e.failing_since is not null
+            or p.oldest < now() - interval '5 minutes'))::int as failing_now,
+          count(*) filter (where e.status = 'disabled')::int as disabled,
+          coalesce(sum(p.pending) filter (where e.status = 'enabled'), 0)::int as pending,
+          coalesce(extract(epoch from now() - min(p.oldest) filter (where e.status = 'enabled')),
+            0)::float8 as oldest
+        from api.webhook_endpoints e left join lateral (
+          select count(*) as pending, min(d.created_at) as oldest
+          from api.webhook_deliveries d where d.endpoint_id = e.id and d.status = 'pending'
+        ) p on true`.then(([row]) => row);
+    metrics.gauge(
+      "webhook_endpoints_failing_now",
+      "Enabled webhook endpoints failing now: last attempt failed, or a delivery pending over 5 minutes",
+      async () => (await health()).failing_now,
+    );
+    metrics.gauge(
+      "webhook_endpoints_disabled",
+      "Webhook endpoints disabled, by an admin or by the api",
+      async () => (await health()).disabled,
+    );
+    metrics.gauge(
+      "webhook_deliveries_pending_enabled",
+      "Pending webhook deliveries of enabled endpoints",
+      async () => (await health()).pending,
+    );
+    metrics.gauge(
+      "webhook_oldest_pending_delivery_seconds",
+      "Age of the oldest pending delivery of an enabled endpoint (0: none)",
+      async () => (await health()).oldest,
+    );
   }
 
   attempted(outcome: string, seconds: number) {

@@ -62,6 +62,35 @@ export const endpointChange = t.Object(
   { additionalProperties: false },
 );
 
+/** H3: what disabling means, said in the PATCH's answer, the docs and the console alike. */
+export const disabledNotice =
+  "Disabled: no delivery is made for an event that happens while the endpoint is disabled, and " +
+  "its pending deliveries wait. After enabling it, POST .../replay-missing with the time it was " +
+  "disabled to deliver the events it missed.";
+
+export const changedWebhookEndpoint = t.Composite([
+  webhookEndpoint,
+  t.Object({
+    notice: t.Optional(
+      t.String({ description: "H3: said when the endpoint is disabled: what it will miss" }),
+    ),
+  }),
+]);
+
+export const recoverySince = t.Object(
+  {
+    since: t.String({
+      format: "date-time",
+      description: "ISO 8601, at most 30 days back",
+    }),
+  },
+  { additionalProperties: false, examples: [{ since: "2026-11-22T08:00:00Z" }] },
+);
+
+export const queuedDeliveries = t.Object({
+  queued: integer({ description: "Deliveries made due by this call; 0 when called again" }),
+});
+
 export const rotatedSecret = t.Object({
   secret: t.String({
     description: "The new secret; the old one keeps signing beside it for 24 hours",
@@ -75,7 +104,7 @@ export const delivery = t.Object(
     message_id: t.String({ description: "The webhook-id header of every attempt" }),
     order_id: t.Nullable(integer()),
     status: t.UnionEnum(deliveryStatuses),
-    attempts: integer(),
+    attempts: integer({ description: "Attempts made: the schedule's and any admin's retries" }),
     next_attempt_at: t.Nullable(t.String({ format: "date-time" })),
     last_status_code: t.Nullable(integer()),
     created_at: t.String({ format: "date-time" }),
@@ -95,6 +124,30 @@ export const deliveryWithAttempts = t.Composite([
   delivery,
   t.Object({ attempts_log: t.Array(attempt) }),
 ]);
+
+/** H4: an admin's retry and what came of it (the attempt is made before the answer). */
+export const retriedDelivery = t.Composite([
+  delivery,
+  t.Object({
+    attempt: t.Composite([attempt, t.Object({ outcome: choice(["succeeded", "failed"]) })]),
+  }),
+]);
+
+/** U7: one delivery of an order's event, with the endpoint it went to. */
+export const orderDelivery = t.Object({
+  id: integer(),
+  endpoint_id: integer(),
+  endpoint_description: t.Nullable(t.String()),
+  endpoint_url: t.String(),
+  event_type: t.String(),
+  message_id: t.String({ description: "The webhook-id header of every attempt" }),
+  status: t.UnionEnum(deliveryStatuses),
+  attempts: integer(),
+  next_attempt_at: t.Nullable(t.String({ format: "date-time" })),
+  last_status_code: t.Nullable(integer()),
+  created_at: t.String({ format: "date-time" }),
+});
+export const orderDeliveries = t.Object({ items: t.Array(orderDelivery) });
 
 export const endpointPage = page(webhookEndpoint);
 export const deliveryPage = page(delivery);
@@ -173,6 +226,16 @@ named("DeliveryWithAttempts", deliveryWithAttempts, {
   ],
 });
 named("DeliveryPage", deliveryPage, { description: "A page of an endpoint's deliveries" });
+named("ChangedWebhookEndpoint", changedWebhookEndpoint);
+named("RecoverySince", recoverySince);
+named("QueuedDeliveries", queuedDeliveries, { examples: [{ queued: 12 }] });
+named("RetriedDelivery", retriedDelivery, {
+  description: "A delivery after an admin's retry, with that attempt's outcome",
+});
+named("OrderDelivery", orderDelivery);
+named("OrderDeliveries", orderDeliveries, {
+  description: "Every delivery of an order's events, to every endpoint, oldest first",
+});
 
 export type WebhookEndpoint = typeof webhookEndpoint.static;
 export type NewEndpoint = typeof newEndpoint.static;

@@ -23,3 +23,28 @@ export function signDelivery(
     })
     .join(" ");
 }
+
+/** What a delivery carries, whoever sends it: the dispatcher, or an admin's retry. */
+export type DeliveryContent = {
+  message_id: string;
+  event_type: string;
+  /** ISO 8601: the body's `timestamp`. */
+  created_at: string;
+  payload: unknown;
+};
+
+/** H2: the body and the three Standard Webhooks headers of one attempt, signed now. */
+export function signedDelivery(delivery: DeliveryContent, secrets: string[]) {
+  const timestamp = Math.floor(Date.now() / 1000);
+  const body = JSON.stringify({
+    type: delivery.event_type,
+    timestamp: delivery.created_at,
+    data: delivery.payload,
+  });
+  const headers = {
+    "webhook-id": delivery.message_id,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": signDelivery(secrets, delivery.message_id, timestamp, body),
+  };
+  return { body, headers };
+}

@@ -1,0 +1,197 @@
+import { pageRequestOf } from "@commerce/shared/platform/http/paging";
+import { problems } from "@commerce/shared/platform/openapi";
+import { Elysia, t } from "elysia";
+import type { ApiDeps } from "../../deps";
+import { urlInt } from "../../lib/fields";
+import { orderIdParam } from "../../lib/ids";
+import { recordAction } from "../audit/service";
+import { auth } from "../auth";
+import { getDelivery, listDeliveries, listOrderDeliveries } from "./deliveries";
+import { attemptNow } from "./manual-attempt";
+import {
+  deliveryPage,
+  deliveryQuery,
+  deliveryWithAttempts,
+  orderDeliveries,
+  queuedDeliveries,
+  recoverySince,
+  retriedDelivery,
+} from "./model";
+import { recoverFailed, replayMissing } from "./recovery";
+
+const id = urlInt("path", "id", 1, Number.MAX_SAFE_INTEGER);
+const endpointParam = t.Object({ id });
+const deliveryParam = t.Object({
+  id,
+  delivery_id: urlInt("path", "delivery_id", 1, Number.MAX_SAFE_INTEGER),
+});
+const admin = "Admin token (scope admin).";
+
+/**
+ * H3, H4, U7, V5: an endpoint's delivery log, an admin's retry, replay-missing and recover (each
+ * audited with its actor), and an order's deliveries to every endpoint.
+ */
+export const webhookDeliveriesController = (deps: ApiDeps) => {
+  const { db, sql, verifyToken, webhooks, webhooksDue, logger, topology } = deps;
+  return new Elysia({ detail: { tags: ["Webhooks"] } })
+    .use(auth(verifyToken))
+    .get(
+      "/api/orders/:order_id/deliveries",
+      ({ params }) => listOrderDeliveries(db, params.order_id),
+      {
+        auth: "admin",
+        params: t.Object({ order_id: orderIdParam }),
+        response: { 200: orderDeliveries, ...problems(400, 401, 403, 404, 429, 503) },
+        detail: {
+          operationId: "listOrderDeliveries",
+          summary: "Did the shop's systems hear of this order? Its webhook deliveries",
+          description: `Every delivery of the order's events to every endpoint, oldest first. ${admin}`,
+        },
+      },
+    )
+    .group("/api/webhook-endpoints/:id", (endpoint) =>
+      endpoint
+        .get(
+          "/deliveries",
+          ({ params, query }) =>
+            listDeliveries(db, params.id, pageRequestOf(query), {
+              status: query.status,
+              orderId: query.order_id,
+            }),
+          {
+            auth: "admin",
+            params: endpointParam,
+            query: deliveryQuery,
+            response: { 200: deliveryPage, ...problems(400, 401, 403, 404, 429, 503) },
+            detail: {
+              operationId: "listWebhookDeliveries",
+              summary: "List an endpoint's deliveries, newest first",
+              description: `Optionally of one status or one order (order_id). ${admin}`,
+            },
+          },
+        )
+        .get(
+          "/deliveries/:delivery_id",
+          ({ params }) => getDelivery(db, params.id, params.delivery_id),
+          {
+            auth: "admin",
+            params: deliveryParam,
+            response: { 200: deliveryWithAttempts, ...problems(400, 401, 403, 404, 429, 503) },
+            detail: {
+              operationId: "getWebhookDelivery",
+              summary: "Read one delivery with every attempt",
+              description: admin,
+            },
+          },
+        )
+        .post(
+          "/deliveries/:delivery_id/retry",
+          async ({ params, set, principal }) => {
+            const attempt = await attemptNow(sql, webhooks, params.id, params.delivery_id);
+            await recordAction(db, logger, {
+              actor: principal.customerId,
+              action: "webhook_delivery.retry",
+              target: `webhook-delivery/${params.delivery_id}`,
+              detail: {
+                endpoint_id: params.id,
+                outcome: attempt.outcome,
+                status_code: attempt.status_code,
+              },
+            });
+            // A success may have let the order's next delivery go (H5).
+            if (attempt.outcome === "succeeded") webhooksDue();
+            const { attempts_log: _, ...delivery } = await getDelivery(
+              db,
+              params.id,
+              params.delivery_id,
+            );
+            set.status = 202;
+            return { ...delivery, attempt };
+          },
+          {
+            auth: "admin",
+            params: deliveryParam,
+            response: { 202: retriedDelivery, ...problems(400, 401, 403, 404, 409, 429, 503) },
+            detail: {
+              operationId: "retryWebhookDelivery",
+              summary: "Attempt a delivery again now, and answer its outcome",
+              description:
+                "The attempt is made before the answer (at most WEBHOOK_TIMEOUT_SECONDS), also " +
+                "for a failed or a succeeded delivery, and `attempt` says what came of it. It " +
+                "costs the delivery no place in its retry schedule: a failure leaves the next " +
+                "automatic attempt where it was (and a failed delivery failed); a success ends " +
+                "the delivery. 409 (with `code`) while the endpoint is disabled " +
+                "(endpoint_disabled), an attempt is in flight (attempt_in_flight) or an earlier " +
+                `delivery of the same order waits (order_waits_behind). ${admin}`,
+            },
+          },
+        )
+        .post(
+          "/replay-missing",
+          async ({ params, body, set, principal }) => {
+            const result = await replayMissing(sql, topology, params.id, body.since);
+            await recordAction(db, logger, {
+              actor: principal.customerId,
+              action: "webhook_endpoint.replay_missing",
+              target: `webhook-endpoint/${params.id}`,
+              detail: { since: body.since, queued: result.queued },
+            });
+            if (result.queued > 0) webhooksDue();
+            set.status = 202;
+            return result;
+          },
+          {
+            auth: "admin",
+            parse: "json",
+            params: endpointParam,
+            body: recoverySince,
+            response: {
+              202: queuedDeliveries,
+              ...problems(400, 401, 403, 404, 413, 415, 429, 503),
+            },
+            detail: {
+              operationId: "replayMissingWebhookDeliveries",
+              summary: "Deliver the events an endpoint never had a delivery for",
+              description:
+                "For every order event since `since` (at most 30 days back, else 400) that the " +
+                "endpoint subscribes to and never had a delivery for — e.g. one that happened " +
+                "while it was disabled — a delivery is made, in event order. A second call " +
+                `queues 0. ${admin}`,
+            },
+          },
+        )
+        .post(
+          "/recover",
+          async ({ params, body, set, principal }) => {
+            const result = await recoverFailed(sql, params.id, body.since);
+            await recordAction(db, logger, {
+              actor: principal.customerId,
+              action: "webhook_endpoint.recover",
+              target: `webhook-endpoint/${params.id}`,
+              detail: { since: body.since, queued: result.queued },
+            });
+            if (result.queued > 0) webhooksDue();
+            set.status = 202;
+            return result;
+          },
+          {
+            auth: "admin",
+            parse: "json",
+            params: endpointParam,
+            body: recoverySince,
+            response: {
+              202: queuedDeliveries,
+              ...problems(400, 401, 403, 404, 413, 415, 429, 503),
+            },
+            detail: {
+              operationId: "recoverWebhookDeliveries",
+              summary: "Attempt again every failed delivery since a time",
+              description:
+                "Every `failed` delivery of the endpoint made since `since` (at most 30 days " +
+                "back, else 400) is attempted again, once, with the same webhook-id. A second " +
+                `call queues 0. ${admin}`,
+            },
+          },
+        ),
+    );
+};

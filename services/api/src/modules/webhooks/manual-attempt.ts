@@ -1,0 +1,127 @@
+import type { Sql } from "@commerce/shared/platform/database";
+import { ConflictError, NotFoundError } from "@commerce/shared/platform/errors";
+import type { WebhookConfig } from "../../config";
+import { sendDelivery } from "./sender";
+import { signedDelivery } from "./signature";
+
+type Target = {
+  endpoint_status: string;
+  leased: boolean;
+  ahead: string | null;
+  message_id: string;
+  event_type: string;
+  created_at: string;
+  payload: unknown;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+};
+
+export type ManualOutcome = {
+  at: string;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  response_body: string | null;
+  outcome: "succeeded" | "failed";
+};
+
+/**
+ * H4: an admin's retry, attempted during the request, so its answer carries the outcome. It
+ * costs the delivery no place in its schedule (H3): the attempt is on the log and counts in
+ * `manual_attempts`, not in `attempts`, and a failure leaves `next_attempt_at` and the status
+ * as they were; a success ends the delivery (and lets the order's next one go, H5), a 410
+ * disables the endpoint (`gone`). Refused (409) while the endpoint is disabled, while an attempt
+ * of it is in flight, or while an earlier delivery of its order waits at this endpoint (H5).
+ */
+export async function attemptNow(
+  sql: Sql,
+  config: WebhookConfig,
+  endpointId: number,
+  deliveryId: number,
+): Promise<ManualOutcome> {
+  const [target] = await sql<Target[]>`
+    select e.status as endpoint_status, d.leased_until > now() as leased,
+      (select a.id::text from api.webhook_deliveries a
+        where a.endpoint_id = d.endpoint_id and a.status = 'pending' and a.id < d.id
+          and d.order_id is not null and a.order_id = d.order_id
+        order by a.id limit 1) as ahead,
+      d.message_id, d.event_type, d.payload,
+      to_char(d.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
+      e.url, e.secret,
+      case when e.previous_secret_until > now() then e.previous_secret end as previous_secret
+    from api.webhook_deliveries d join api.webhook_endpoints e on e.id = d.endpoint_id
+    where d.id = ${deliveryId} and d.endpoint_id = ${endpointId}`;
+  if (!target)
+    throw new NotFoundError(`Delivery ${deliveryId} of endpoint ${endpointId} does not exist`);
+  if (target.endpoint_status !== "enabled")
+    throw new ConflictError(
+      `Webhook endpoint ${endpointId} is disabled: nothing is sent to it; enable it first`,
+      undefined,
+      "endpoint_disabled",
+    );
+  if (target.leased)
+    throw new ConflictError(
+      `Delivery ${deliveryId} is being attempted right now; read it again in a moment`,
+      undefined,
+      "attempt_in_flight",
+    );
+  if (target.ahead)
+    throw new ConflictError(
+      `Delivery ${deliveryId} waits behind delivery ${target.ahead} of the same order ` +
+        "(events of one order arrive in order); retry that one first",
+      undefined,
+      "order_waits_behind",
+    );
+
+  const secrets = [target.secret, target.previous_secret].filter((s) => s !== null);
+  const { body, headers } = signedDelivery(target, secrets);
+  const result = await sendDelivery(
+    target.url,
+    headers,
+    body,
+    config.timeoutSeconds * 1000,
+    config,
+  );
+  const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+  const [recorded] = await sql<{ at: string }[]>`
+    with attempt as (
+      insert into api.webhook_attempts
+        (delivery_id, status_code, duration_ms, error, response_body)
+      values (${deliveryId}, ${result.statusCode}, ${result.durationMs}, ${result.error},
+        ${result.responseBody})
+      returning at
+    ), delivery as (
+      update api.webhook_deliveries d set
+        manual_attempts = d.manual_attempts + 1,
+        last_status_code = ${result.statusCode},
+        status = case when ${ok} then 'succeeded' else d.status end
+      where d.id = ${deliveryId}
+      returning d.id, d.endpoint_id, d.order_id
+    ), promoted as (
+      -- H5: the order's next delivery, never attempted, waited behind this one: due now.
+      update api.webhook_deliveries n set next_attempt_at = now()
+      from delivery done
+      where ${ok} and n.id = (select x.id from api.webhook_deliveries x
+          where x.endpoint_id = done.endpoint_id and x.status = 'pending'
+            and coalesce(x.order_id, 0) = coalesce(done.order_id, 0) and x.id <> done.id
+          order by x.id limit 1)
+        and n.attempts = 0
+    ), endpoint as (
+      update api.webhook_endpoints e set
+        failing_since = case when ${ok} then null else e.failing_since end,
+        status = case when ${result.statusCode === 410} then 'disabled' else e.status end,
+        disabled_reason = case when ${result.statusCode === 410} then 'gone'
+          else e.disabled_reason end
+      where e.id = ${endpointId}
+    )
+    select to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at from attempt`;
+  return {
+    at: recorded.at,
+    status_code: result.statusCode,
+    duration_ms: result.durationMs,
+    error: result.error,
+    response_body: result.responseBody,
+    outcome: ok ? "succeeded" : "failed",
+  };
+}
