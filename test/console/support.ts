@@ -36,8 +36,12 @@ export async function openConsole({ env = {} as Record<string, string> } = {}) {
     return page;
   }
 
+  /** V5: the admin's token `sub`, the actor the console shows for its moves. */
+  const adminSub = JSON.parse(Buffer.from(stack.admin.split(".")[1], "base64url").toString()).sub;
+
   return {
     stack,
+    adminSub: adminSub as string,
     browser,
     signedIn,
     signInCode,

@@ -1,7 +1,7 @@
 import { h } from "../dom";
 import { time } from "../format";
-import { answerOf, api, payments } from "../services";
-import { empty, link, table } from "../ui";
+import { answerOf, api, Problem, payments, SignedOut } from "../services";
+import { empty, link, problemBox, table } from "../ui";
 
 type AuditEntry = {
   at: string;
@@ -45,18 +45,26 @@ export async function auditView(query: URLSearchParams) {
       api().api.audit.get({ query: { page: pageNumber, per_page: perPage } }),
       "Reading the api's audit log",
     ) as Promise<AuditPage>,
+    // One service's log that cannot be read leaves the other's shown, with the problem (U4).
     client
-      ? (answerOf(
-          client.api.audit.get({ query: { page: pageNumber, per_page: perPage } }),
-          "Reading the payments audit log",
-        ) as Promise<AuditPage>)
+      ? (
+          answerOf(
+            client.api.audit.get({ query: { page: pageNumber, per_page: perPage } }),
+            "Reading the payments audit log",
+          ) as Promise<AuditPage>
+        ).catch((error) => {
+          if (error instanceof SignedOut) throw error;
+          return error as Problem;
+        })
       : Promise.resolve(undefined),
   ]);
+  const paymentsProblem = fromPayments instanceof Problem ? fromPayments : undefined;
+  const paymentsPage = fromPayments instanceof Problem ? undefined : fromPayments;
   const entries = [
     ...fromApi.items.map((entry) => ({ ...entry, service: "api" })),
-    ...(fromPayments?.items ?? []).map((entry) => ({ ...entry, service: "payments" })),
+    ...(paymentsPage?.items ?? []).map((entry) => ({ ...entry, service: "payments" })),
   ].sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
-  const more = pageNumber < Math.max(fromApi.pages, fromPayments?.pages ?? 0);
+  const more = pageNumber < Math.max(fromApi.pages, paymentsPage?.pages ?? 0);
   return [
     h("h1", {}, "Audit log"),
     h(
@@ -65,6 +73,7 @@ export async function auditView(query: URLSearchParams) {
       "Who changed webhook endpoints, retried or replayed deliveries, and replayed payment notifications, with their note. Moves of an order are on that order's timeline.",
     ),
     client ? null : empty("Payments' audit log is not shown: the api has no PAYMENTS_PUBLIC_URL."),
+    paymentsProblem ? problemBox(paymentsProblem) : null,
     entries.length
       ? table(
           ["At", "Who", "Action", "On", "Note", "Detail", "Service"],

@@ -67,29 +67,25 @@ async function listInto(place: Element, pageNumber: number) {
 const pendingTooLongMs = 5 * 60 * 1000;
 
 /**
- * U7: whether an enabled endpoint is failing now, read from its newest delivery: it failed, its
- * last attempt was refused, or it has waited more than 5 minutes. The health line counts the same.
+ * U7: whether an enabled endpoint is failing now, from its deliveries: one still pending after an
+ * attempt (it was not taken) or for more than 5 minutes, or its newest one finally failed. The
+ * health line counts the same.
  */
 async function failingState(id: number) {
-  const { items } = await answerOf(
-    endpoints()({ id }).deliveries.get({ query: { per_page: 1 } }),
-    "Reading the endpoint's newest delivery",
+  const [pending, newest] = await Promise.all(
+    [{ status: "pending" as const, per_page: 100 }, { per_page: 1 }].map((query) =>
+      answerOf(endpoints()({ id }).deliveries.get({ query }), "Reading the endpoint's deliveries"),
+    ),
   );
-  const newest = items[0];
-  if (!newest) return h("span", { class: "muted" }, "no delivery yet");
-  const refused = newest.last_status_code !== null && !/^2/.test(String(newest.last_status_code));
-  const waiting =
-    newest.status === "pending" &&
-    (refused ||
-      (newest.attempts > 0 && newest.last_status_code === null) ||
-      Date.now() - Date.parse(newest.created_at) > pendingTooLongMs);
-  return newest.status === "failed" || waiting
-    ? h(
-        "span",
-        { class: "badge badge-failing" },
-        `failing${newest.last_status_code ? ` (${newest.last_status_code})` : ""}`,
-      )
-    : badge("ok");
+  const refused = pending.items.find((delivery) => delivery.attempts > 0);
+  const stuck = pending.items.some(
+    (delivery) => Date.now() - Date.parse(delivery.created_at) > pendingTooLongMs,
+  );
+  const failed = newest.items[0]?.status === "failed" ? newest.items[0] : undefined;
+  const last = refused?.last_status_code ?? failed?.last_status_code;
+  if (refused || stuck || failed)
+    return h("span", { class: "badge badge-failing" }, `failing${last ? ` (${last})` : ""}`);
+  return newest.items.length ? badge("ok") : h("span", { class: "muted" }, "no delivery yet");
 }
 
 function createForm(refreshList: () => Promise<void>) {
