@@ -397,6 +397,27 @@ describe("every documented operation, against the running services", () => {
     expect(
       (await call(api, "POST", `${hooks}/{id}/deliveries/{delivery_id}/retry`, retry)).status,
     ).toBe(202);
+    // H3, U7, V5: recovery, an order's deliveries and the audit log.
+    const since = { ...hook, body: { since: new Date(Date.now() - 60_000).toISOString() } };
+    for (const action of ["replay-missing", "recover"])
+      expect(
+        (
+          await call(api, "POST", `${hooks}/{id}/${action}`, {
+            ...since,
+            path: `${hook.path}/${action}`,
+          })
+        ).status,
+      ).toBe(202);
+    expect(
+      (
+        await call(api, "GET", "/api/orders/{order_id}/deliveries", {
+          ...mine,
+          path: `${mine.path}/deliveries`,
+          token: admin,
+        })
+      ).status,
+    ).toBe(200);
+    expect((await call(api, "GET", "/api/audit", { token: admin })).status).toBe(200);
     expect((await call(api, "DELETE", `${hooks}/{id}`, hook)).status).toBe(204);
     expect((await call(api, "GET", `${hooks}/{id}`, hook)).status).toBe(404);
 

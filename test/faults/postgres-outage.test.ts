@@ -77,7 +77,12 @@ describe("PostgreSQL outage", () => {
       ["POST", "/api/orders", customer, { product_id: product.product_id, qty: 1 }],
       ["GET", "/api/orders", customer],
       ["GET", `/api/orders/${early[1].order_id}`, customer],
-      ["PATCH", `/api/orders/${late[9].order_id}`, admin, { status: "paid" }],
+      [
+        "PATCH",
+        `/api/orders/${late[9].order_id}`,
+        admin,
+        { status: "paid", note: "paid by bank transfer" },
+      ],
       ["GET", "/api/cart", customer],
       ["PUT", `/api/cart/items/${product.product_id}`, customer, { qty: 1 }],
       ["DELETE", `/api/cart/items/${product.product_id}`, customer],

@@ -50,8 +50,9 @@ export function orderKit(harness: () => ApiHarness) {
     return { product, customer, order: res.json as Placed };
   }
 
-  const patch = (token: string, orderId: number, status: string) =>
-    harness().call("PATCH", `/api/orders/${orderId}`, { token, body: { status } });
+  // V5: an admin's move needs a note; a customer's cancel may carry one too.
+  const patch = (token: string, orderId: number, status: string, note = "moved in a test") =>
+    harness().call("PATCH", `/api/orders/${orderId}`, { token, body: { status, note } });
 
   return { stockOf, ordersOf, eventsOf, eventNames, order, placed, patch };
 }

@@ -85,7 +85,12 @@ export function createApp(deps: ApiDeps) {
             {
               name: "Status",
               description:
-                "The figures an operator watches (outbox, payment consumer, reviews, failing endpoints); admin token only",
+                "The figures an operator watches (outbox, payment consumer, reviews, failing and disabled endpoints, the oldest pending delivery); admin token only",
+            },
+            {
+              name: "Audit",
+              description:
+                "Who did what that moved no order (webhook endpoint changes, retries, replays), for admins",
             },
             {
               name: "Payment reviews",

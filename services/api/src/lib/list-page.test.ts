@@ -106,7 +106,7 @@ describe("list totals and keyset paging", () => {
           await ok(
             api.call("PATCH", `/api/orders/${row.id}`, {
               token: admin,
-              body: { status: pick(["paid", "cancelled"]) },
+              body: { status: pick(["paid", "cancelled"]), note: "by hand" },
             }),
             200,
             404,

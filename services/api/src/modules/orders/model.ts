@@ -199,6 +199,9 @@ named("TimelineEntry", timeline.properties.items.items, {
 });
 named("Timeline", timeline);
 named("OrderStatusChange", orderStatusChange);
+named("OrderStatusChanged", orderStatusChanged, {
+  description: "The order after the move; a manual refund's answer adds `notice`",
+});
 
 /**
  * D5: `POST /api/orders`'s body as the document states it, one of its two shapes, so a client

@@ -4,6 +4,7 @@ import { apiForFile, problemType } from "@commerce/testing/in-process";
 import { deleteExpiredIdempotencyKeys } from "../../lib/idempotency";
 
 const { api, admin } = await apiForFile();
+const adminSub = JSON.parse(Buffer.from(admin.split(".")[1], "base64url").toString()).sub;
 
 const countOrders = async (customerId: string) => {
   const [{ n }] =
@@ -230,13 +231,16 @@ describe("orders", () => {
 
   test("R4, R5: admin marks an order paid once: 200 with paid_at, one orders.paid in the outbox", async () => {
     const product = await api.product({ price: 500 });
-    const { token } = await api.customer();
+    const { sub, token } = await api.customer();
     const created = await api.call("POST", "/api/orders", {
       token,
       body: { product_id: product.id, qty: 2 },
     });
     const path = `/api/orders/${created.json.order_id}`;
-    const paid = await api.call("PATCH", path, { token: admin, body: { status: "paid" } });
+    const paid = await api.call("PATCH", path, {
+      token: admin,
+      body: { status: "paid", note: "paid by bank transfer" },
+    });
     expect(paid.status).toBe(200);
     expect(paid.json).toMatchObject({
       order_id: created.json.order_id,
@@ -244,7 +248,10 @@ describe("orders", () => {
       amount: 1000,
     });
     expect(paid.json.paid_at).toMatch(/^\d{4}-/);
-    const again = await api.call("PATCH", path, { token: admin, body: { status: "paid" } });
+    const again = await api.call("PATCH", path, {
+      token: admin,
+      body: { status: "paid", note: "paid by bank transfer" },
+    });
     expect(again.status).toBe(200);
     expect(again.json).toEqual(paid.json);
     const rows = await outboxFor(created.json.order_id);
@@ -257,6 +264,9 @@ describe("orders", () => {
       at: paid.json.paid_at,
       paid_at: paid.json.paid_at,
       source: "manual",
+      customer_id: sub,
+      items: [{ product_id: product.id, name: product.name, qty: 2, unit_price: 500 }],
+      actor: adminSub,
     });
   });
 
@@ -271,7 +281,7 @@ describe("orders", () => {
       Array.from({ length: 10 }, () =>
         api.call("PATCH", `/api/orders/${created.json.order_id}`, {
           token: admin,
-          body: { status: "paid" },
+          body: { status: "paid", note: "paid by bank transfer" },
         }),
       ),
     );
@@ -298,7 +308,7 @@ describe("orders", () => {
       (
         await api.call("PATCH", "/api/orders/9007199254740991", {
           token: admin,
-          body: { status: "paid" },
+          body: { status: "paid", note: "paid by bank transfer" },
         })
       ).status,
     ).toBe(404);

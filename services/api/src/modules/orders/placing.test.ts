@@ -207,7 +207,7 @@ describe("multi-line orders", () => {
     const tracked = await api.product({ price: 700 });
     await api.call("PATCH", `/api/products/${tracked.id}`, { token: admin, body: { stock: 9 } });
     const free = await api.product({ price: 250 });
-    const { token } = await api.customer();
+    const { sub, token } = await api.customer();
     const res = await order(token, {
       items: [
         { product_id: free.id, qty: 2 },
@@ -226,6 +226,11 @@ describe("multi-line orders", () => {
       currency: placedOrder.currency,
       at: placedOrder.created_at,
       source: "api",
+      customer_id: sub,
+      items: [
+        { product_id: free.id, name: free.name, qty: 2, unit_price: 250 },
+        { product_id: tracked.id, name: tracked.name, qty: 4, unit_price: 700 },
+      ],
     });
     const timeline = await api.call("GET", `/api/orders/${placedOrder.order_id}/events`, { token });
     expect(timeline.json.items).toMatchObject([{ seq: 1, type: "created", source: "api" }]);

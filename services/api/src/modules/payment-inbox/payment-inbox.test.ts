@@ -280,7 +280,7 @@ describe("applying payments at once (M5)", () => {
     const byAdmin = await newOrder();
     const patched = await api.call("PATCH", `/api/orders/${byAdmin.order_id}`, {
       token: await api.admin(),
-      body: { status: "paid" },
+      body: { status: "paid", note: "paid by bank transfer" },
     });
     expect(patched.status).toBe(200);
 
@@ -291,8 +291,10 @@ describe("applying payments at once (M5)", () => {
       select payload, subject from api.outbox where message_id = ${`order-paid-${byAdmin.order_id}`}`;
     expect(parseOrderEvent(webhook.payload)).toBeDefined();
     expect(webhook.subject).toBe(manual.subject);
+    // V5, M3: an admin's move names its actor; a payment's names its notification instead.
+    expect(manual.payload.actor).toEqual(expect.any(String));
     expect(Object.keys(webhook.payload).sort()).toEqual(
-      [...Object.keys(manual.payload), "notification_id"].sort(),
+      [...Object.keys(manual.payload).filter((key) => key !== "actor"), "notification_id"].sort(),
     );
     const read = await api.call("GET", `/api/orders/${byWebhook.order_id}`, {
       token: await api.admin(),
@@ -307,6 +309,11 @@ describe("applying payments at once (M5)", () => {
       paid_at: read.json.paid_at,
       source: "webhook",
       notification_id: message.notification_id,
+      // M3: who ordered what, as the order's answer says.
+      customer_id: (
+        await api.sql`select customer_id from api.orders where id = ${byWebhook.order_id}`
+      )[0].customer_id,
+      items: read.json.items.map(({ amount: _, ...line }: { amount: number }) => line),
     });
     expect(webhook.headers).toEqual({ traceparent: formatTraceparent(trace as TraceContext) });
     const timeline = await api.sql`

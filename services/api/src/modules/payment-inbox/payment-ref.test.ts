@@ -108,7 +108,7 @@ describe("the payment reference that paid an order (M1, L4)", () => {
     const admin = await api.admin();
     await api.call("PATCH", `/api/orders/${order.order_id}`, {
       token: admin,
-      body: { status: "cancelled" },
+      body: { status: "cancelled", note: "customer phoned to cancel" },
     });
     const late = paymentMessageFor(order, { provider: "stripe", payment_ref: "pi_after_cancel" });
     expect(await succeeded(late)).toBe("order_not_payable");

@@ -10,19 +10,30 @@ const figures = [
   "payment_consumer_lag",
   "open_reviews",
   "failing_endpoints",
+  "disabled_endpoints",
+  "oldest_pending_delivery_seconds",
 ];
 
 describe("GET /api/status (U3, N4)", () => {
   test("U3: an admin reads the health line's figures, counted over every endpoint and review", async () => {
     const [{ open }] = await api.sql<{ open: number }[]>`
       select count(*)::int as open from api.payment_reviews where status = 'open'`;
-    const [{ failing }] = await api.sql<{ failing: number }[]>`
-      select count(*)::int as failing from api.webhook_endpoints
-      where status = 'disabled' and disabled_reason <> 'manual'`;
+    // U7: failing now = enabled, and the last attempt failed or a delivery waits over 5 minutes.
+    const [{ failing, disabled }] = await api.sql<{ failing: number; disabled: number }[]>`
+      select count(*) filter (where e.status = 'enabled' and (e.failing_since is not null
+          or exists (select from api.webhook_deliveries d where d.endpoint_id = e.id
+            and d.status = 'pending' and d.created_at < now() - interval '5 minutes')))::int
+          as failing,
+        count(*) filter (where e.status = 'disabled')::int as disabled
+      from api.webhook_endpoints e`;
     const res = await api.call("GET", "/api/status", { token: admin });
     expect(res.status).toBe(200);
     expect(Object.keys(res.json).sort()).toEqual([...figures].sort());
-    expect(res.json).toMatchObject({ open_reviews: open, failing_endpoints: failing });
+    expect(res.json).toMatchObject({
+      open_reviews: open,
+      failing_endpoints: failing,
+      disabled_endpoints: disabled,
+    });
     expect(res.json.outbox_backlog).toBeGreaterThanOrEqual(0);
     expect(res.json.outbox_dead).toBeGreaterThanOrEqual(0);
     // In-process NATS is not started: the consumer's lag cannot be read, and says so.
@@ -37,9 +48,10 @@ describe("GET /api/status (U3, N4)", () => {
       returning id`;
     try {
       const again = (await api.call("GET", "/api/status", { token: admin })).json;
-      expect(again.failing_endpoints).toBe(before.failing_endpoints);
+      expect(again.disabled_endpoints).toBe(before.disabled_endpoints);
       const metrics = (await api.call("GET", "/metrics")).text;
-      expect(metrics).toContain(`webhook_endpoints_failing ${before.failing_endpoints}`);
+      expect(metrics).toContain(`webhook_endpoints_disabled ${before.disabled_endpoints}`);
+      expect(metrics).toContain(`webhook_endpoints_failing_now ${before.failing_endpoints}`);
     } finally {
       await api.sql`delete from api.webhook_endpoints where id = ${id}`;
     }

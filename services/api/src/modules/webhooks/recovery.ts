@@ -5,14 +5,14 @@ import { NotFoundError, ValidationError } from "@commerce/shared/platform/errors
 /** H3: how far back replay-missing and recover reach; the api keeps order events this long. */
 export const recoveryDays = 30;
 
-/** H3: `since` as a time, 400 when it is more than 30 days back. */
-function sinceOf(since: string): Date {
+/** H3: `since` as an ISO 8601 time, 400 when it is more than 30 days back. */
+function sinceOf(since: string): string {
   const at = new Date(since);
   if (Number.isNaN(at.getTime()) || at.getTime() < Date.now() - recoveryDays * 86_400_000)
     throw new ValidationError("The request body is invalid", [
       { path: "/since", message: `must be a time at most ${recoveryDays} days back` },
     ]);
-  return at;
+  return at.toISOString();
 }
 
 async function endpointExists(sql: Sql, endpointId: number) {
@@ -40,7 +40,7 @@ export async function replayMissing(
     insert into api.webhook_deliveries (endpoint_id, event_type, message_id, order_id, payload)
     select e.id, n.name, o.message_id, (o.payload->>'order_id')::bigint, o.payload
     from api.webhook_endpoints e
-    join api.outbox o on o.created_at >= ${from}
+    join api.outbox o on o.created_at >= ${from}::timestamptz
     join unnest(${subjects}::text[], ${names}::text[]) as n(subject, name) on n.subject = o.subject
     where e.id = ${endpointId} and (n.name = any(e.events) or '*' = any(e.events))
       and not exists (select from api.webhook_deliveries d
@@ -65,8 +65,8 @@ export async function recoverFailed(
   await endpointExists(sql, endpointId);
   const queued = await sql`
     update api.webhook_deliveries
-    set status = 'pending', next_attempt_at = now(), leased_until = null
-    where endpoint_id = ${endpointId} and status = 'failed' and created_at >= ${from}
+    set next_attempt_at = now(), leased_until = null, status = 'pending'
+    where endpoint_id = ${endpointId} and status = 'failed' and created_at >= ${from}::timestamptz
     returning id`;
   return { queued: queued.length };
 }

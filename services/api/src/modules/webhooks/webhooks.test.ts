@@ -76,7 +76,7 @@ async function paidOrder(): Promise<number> {
   expect(created.status).toBe(201);
   const paid = await api.call("PATCH", `/api/orders/${created.json.order_id}`, {
     token: adminToken,
-    body: { status: "paid" },
+    body: { status: "paid", note: "paid by bank transfer" },
   });
   expect(paid.status).toBe(200);
   return created.json.order_id;
@@ -497,7 +497,7 @@ describe("order per order", () => {
     for (const id of [slowOrder, ...others])
       await api.call("PATCH", `/api/orders/${id}`, {
         token: adminToken,
-        body: { status: "paid" },
+        body: { status: "paid", note: "paid by bank transfer" },
       });
 
     await eventually(async () =>

@@ -125,7 +125,7 @@ describe("expiry", () => {
       });
       await shortLived.call("PATCH", `/api/orders/${paid.json.order_id}`, {
         token: adminToken,
-        body: { status: "paid" },
+        body: { status: "paid", note: "paid by bank transfer" },
       });
       expect(Date.parse(unpaid.json.expires_at) - Date.parse(unpaid.json.created_at)).toBe(1000);
       await Bun.sleep(1100);
@@ -237,6 +237,8 @@ describe("a batch of moves", () => {
       ...single.row.payload,
       order_id: many.order.order_id,
       at: batched.read.refunded_at,
+      customer_id: many.customer.sub,
+      items: [{ product_id: many.product.id, name: many.product.name, qty: 1, unit_price: 500 }],
     });
     expect(parseOrderEvent(batched.row.payload)).toBeDefined();
     expect(await eventNames(many.order.order_id)).toEqual(["created", "paid", "refunded"]);
