@@ -20,6 +20,8 @@ export const providersEnv = {
   ADYEN_HMAC_KEYS: adyenHmacKey,
   ADYEN_WEBHOOK_USERNAME: adyenUsername,
   ADYEN_WEBHOOK_PASSWORD: adyenPassword,
+  // G4: the merchant account adyenItem's items are of.
+  ADYEN_MERCHANT_ACCOUNTS: "ShopECOM",
 };
 
 const stripe = new Stripe("sk_test_not_used_for_requests");

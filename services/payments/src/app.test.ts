@@ -109,6 +109,8 @@ describe("operations", () => {
         "currency",
         "event",
         "id",
+        "ignored",
+        "key",
         "order_id",
         "payment_ref",
         "provider",

@@ -11,9 +11,11 @@ import { Elysia } from "elysia";
 import type { PaymentsDeps } from "./deps";
 import { consoleCors } from "./lib/console-cors";
 import { operatorRealm } from "./lib/operator-realm";
+import { auditController } from "./modules/audit";
 import { notificationsController } from "./modules/notifications";
 import { operatorController } from "./modules/operator";
 import { providersOf } from "./modules/providers";
+import { refusalsController } from "./modules/refusals";
 import { statusController } from "./modules/status";
 
 export function createApp(deps: PaymentsDeps) {
@@ -77,6 +79,8 @@ export function createApp(deps: PaymentsDeps) {
         }),
       )
       .use(notificationsController(deps, providers))
+      // Before the notification routes, so `rejected` is never read as a notification id.
+      .use(refusalsController(deps))
       .use(operatorController(deps))
       .use(
         deadOutboxController(
@@ -86,6 +90,7 @@ export function createApp(deps: PaymentsDeps) {
         ),
       )
       .use(statusController(deps))
+      .use(auditController(deps))
   );
 }
 

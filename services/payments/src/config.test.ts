@@ -67,11 +67,16 @@ describe("configuration", () => {
   });
 
   test("G1, S1, Y1: Stripe and Adyen are off unless configured; their secrets are read as lists for rotation", () => {
-    expect(loadConfig(required).providers).toEqual({ stripe: undefined, adyen: undefined });
+    expect(loadConfig(required).providers).toEqual({
+      mode: "test",
+      stripe: undefined,
+      adyen: undefined,
+    });
     const config = loadConfig({
       ...required,
       STRIPE_WEBHOOK_SECRETS: "whsec_first_secret_1, whsec_second_secret_2",
       ADYEN_HMAC_KEYS: `${"ab".repeat(32)},${"CD".repeat(16)}`,
+      ADYEN_MERCHANT_ACCOUNTS: "ShopECOM, ShopPOS",
       ADYEN_WEBHOOK_USERNAME: "adyen",
       ADYEN_WEBHOOK_PASSWORD: "a-password",
     });
@@ -81,6 +86,24 @@ describe("configuration", () => {
     ]);
     expect(config.providers.adyen?.hmacKeys.map((key) => key.length)).toEqual([32, 16]);
     expect(config.providers.adyen?.basic).toEqual({ username: "adyen", password: "a-password" });
+    expect(config.providers.adyen?.merchantAccounts).toEqual(["ShopECOM", "ShopPOS"]);
+  });
+
+  test("G4: PAYMENT_MODE is test unless set to live; anything else stops the service", () => {
+    expect(loadConfig(required).providers.mode).toBe("test");
+    expect(loadConfig({ ...required, PAYMENT_MODE: "live" }).providers.mode).toBe("live");
+    expect(() => loadConfig({ ...required, PAYMENT_MODE: "prod" })).toThrow(
+      'PAYMENT_MODE must be one of live, test, got "prod"',
+    );
+  });
+
+  test("G4: with ADYEN_HMAC_KEYS set, ADYEN_MERCHANT_ACCOUNTS is required (the service does not start)", () => {
+    const adyen = { ...required, ADYEN_HMAC_KEYS: "ab".repeat(32) };
+    expect(() => loadConfig(adyen)).toThrow(ConfigError);
+    expect(() => loadConfig(adyen)).toThrow("ADYEN_MERCHANT_ACCOUNTS is required");
+    expect(() => loadConfig({ ...required, ADYEN_MERCHANT_ACCOUNTS: "ShopECOM" })).toThrow(
+      "ADYEN_HMAC_KEYS is required",
+    );
   });
 
   test("W2: every webhook secret has at least 16 characters, or the service does not start", () => {
@@ -119,7 +142,12 @@ describe("configuration", () => {
     [{ ...required, ADYEN_HMAC_KEYS: "ABCD" }, "ADYEN_HMAC_KEYS must be"],
     [{ ...required, ADYEN_WEBHOOK_USERNAME: "user" }, "ADYEN_HMAC_KEYS is required"],
     [
-      { ...required, ADYEN_HMAC_KEYS: "ab".repeat(32), ADYEN_WEBHOOK_USERNAME: "user" },
+      {
+        ...required,
+        ADYEN_HMAC_KEYS: "ab".repeat(32),
+        ADYEN_MERCHANT_ACCOUNTS: "ShopECOM",
+        ADYEN_WEBHOOK_USERNAME: "user",
+      },
       "ADYEN_WEBHOOK_PASSWORD must be set",
     ],
   ])("a bad setting %j stops with one line naming the variable", (env, message) => {

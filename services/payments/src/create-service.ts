@@ -5,6 +5,7 @@ import { createApp } from "./app";
 import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
+import { RefusalTally } from "./modules/refusals/tally";
 
 /**
  * The payments service's composition root: the shared core (database, NATS, outbox relay) and
@@ -21,6 +22,7 @@ export async function createService(
       payments.orderPaid,
       payments.orderRefunded,
       payments.orderFailed,
+      payments.orderDisputed,
     ],
   });
   const deps: PaymentsDeps = {
@@ -40,6 +42,7 @@ export async function createService(
     metricsToken: config.metricsToken,
     outboxWritten: () => core.relay.kick(),
     deadOutbox: (limit) => core.relay.deadList(limit),
+    refusals: new RefusalTally(core.sql, core.logger, core.metrics),
     ...options.replace,
   };
   if (!deps.verifyToken)
@@ -53,8 +56,12 @@ export async function createService(
     deps,
     relay: core.relay,
     nats: core.nats,
-    start: () => core.start(app),
-    stop: () => core.stop(app),
+    start: () => {
+      core.start(app);
+      deps.refusals.start();
+    },
+    // O7, V4: the refusals counted up to the last request are written before the database closes.
+    stop: () => core.stop(app, [["refused notifications", () => deps.refusals.stop()]]),
   };
 }
 

@@ -9,6 +9,7 @@ import type { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import type { Tracer } from "@commerce/shared/platform/tracing";
 import type { ProviderSettings } from "./modules/providers";
 import type { WebhookSettings } from "./modules/providers/provider";
+import type { RefusalTally } from "./modules/refusals/tally";
 
 /** What the payments routes need; `createService` builds it, tests may replace parts of it. */
 export type PaymentsDeps = {
@@ -39,4 +40,6 @@ export type PaymentsDeps = {
   outboxWritten: () => void;
   /** N10: the outbox rows the relay set aside, for the operator listing. */
   deadOutbox: DeadOutboxSource;
+  /** V4: refused notifications, gathered and written in batches. */
+  refusals: RefusalTally;
 };

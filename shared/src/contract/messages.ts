@@ -17,6 +17,8 @@ export function messageTopology(prefix = "") {
       orderPaid: `${p}payments.order.paid`,
       orderRefunded: `${p}payments.order.refunded`,
       orderFailed: `${p}payments.order.failed`,
+      /** L5: a dispute or chargeback of a payment, at one of its stages. */
+      orderDisputed: `${p}payments.order.disputed`,
     },
     orders: {
       stream: `${P}ORDERS`,
@@ -40,12 +42,33 @@ export const paymentEvents = {
   "payment.succeeded": "orderPaid",
   "payment.refunded": "orderRefunded",
   "payment.failed": "orderFailed",
+  /** L5: Stripe's and Adyen's disputes and chargebacks; the generic format has none. */
+  "payment.disputed": "orderDisputed",
 } as const;
 export type PaymentEvent = keyof typeof paymentEvents;
+
+/** L5: where a dispute (chargeback) stands: opened, then won (the money came back) or lost. */
+export const disputeStages = ["opened", "won", "lost"] as const;
+export type DisputeStage = (typeof disputeStages)[number];
 
 /** G1: the providers whose notifications payments accepts. */
 export const paymentProviders = ["generic", "stripe", "adyen"] as const;
 export type PaymentProviderName = (typeof paymentProviders)[number];
+
+const providerPrefix = /^(?:generic|stripe|adyen):/;
+
+/**
+ * G5: a notification's identity across providers: its provider and its id, as one text that is
+ * the message's `notification_id`, its `Nats-Msg-Id` and the api's processed-notification key. A
+ * generic id is kept as it is (every stored generic notification keeps its key), unless it starts
+ * with a provider's prefix, which only that provider may use (`generic:` is put before it);
+ * another provider's id gets `<provider>:` before it, unless it already has it (Adyen's
+ * `adyen:<eventCode>:<pspReference>:<success>`). No two (provider, id) pairs share a key.
+ */
+export function notificationKey(provider: string, id: string): string {
+  if (provider === "generic") return providerPrefix.test(id) ? `generic:${id}` : id;
+  return id.startsWith(`${provider}:`) ? id : `${provider}:${id}`;
+}
 
 /**
  * M1: `payments.order.paid`, `.refunded` and `.failed`, one per accepted notification of those
@@ -65,12 +88,27 @@ export const paymentMessage = Type.Object({
 });
 export type PaymentMessage = Static<typeof paymentMessage>;
 
+/**
+ * L5: `payments.order.disputed`, M1's fields and the dispute's `stage`. A provider's dispute names
+ * the payment (`payment_ref`), not always the order: `order_id` is present when the provider's
+ * notification named one; the api finds the order that payment paid.
+ */
+export const disputeMessage = Type.Object({
+  ...paymentMessage.properties,
+  order_id: Type.Optional(id),
+  provider: Type.String({ minLength: 1, maxLength: 50 }),
+  payment_ref: Type.String({ minLength: 1, maxLength: 255 }),
+  stage: Type.Union(disputeStages.map((stage) => Type.Literal(stage))),
+});
+export type DisputeMessage = Static<typeof disputeMessage>;
+
 export const orderEventNames = [
   "created",
   "paid",
   "cancelled",
   "refunded",
   "payment_failed",
+  "disputed",
 ] as const;
 export type OrderEventName = (typeof orderEventNames)[number];
 
@@ -109,6 +147,8 @@ export const orderEvent = Type.Object({
   items: Type.Optional(Type.Array(orderEventItem)),
   /** V5: the admin's token `sub`, for a manual move or an applied review. */
   actor: Type.Optional(Type.String()),
+  /** L5: `orders.disputed` only. */
+  stage: Type.Optional(literals(disputeStages)),
 });
 export type OrderEvent = Static<typeof orderEvent>;
 
@@ -119,6 +159,7 @@ function messageParser<T extends TSchema>(schema: T) {
 }
 
 export const parsePaymentMessage = messageParser(paymentMessage);
+export const parseDisputeMessage = messageParser(disputeMessage);
 export const parseOrderEvent = messageParser(orderEvent);
 
 /**

@@ -159,6 +159,8 @@ export const reviewReasons = [
   "duplicate_payment",
   "order_not_payable",
   "refund_not_applicable",
+  /** L5: a dispute or chargeback opened, or lost: money left, or may leave, after payment. */
+  "dispute",
 ] as const;
 export type ReviewReason = (typeof reviewReasons)[number];
 
@@ -213,6 +215,10 @@ export const orderEvents = api.table(
   (table) => [
     index("order_events_order_id_idx").on(table.orderId, table.id),
     index("order_events_notification_id_idx").on(table.notificationId),
+    // L5: a dispute names the payment; the order is the one its `paid` entry belongs to.
+    index("order_events_paid_payment_ref_idx")
+      .on(sql`(${table.detail}->>'payment_ref')`)
+      .where(sql`${table.type} = 'paid'`),
   ],
 );
 

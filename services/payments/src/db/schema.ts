@@ -1,14 +1,26 @@
+import type { DisputeStage } from "@commerce/shared/contract/messages";
 import { outboxTable } from "@commerce/shared/platform/outbox/table";
 import { sql } from "drizzle-orm";
-import { bigint, index, pgSchema, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, index, jsonb, pgSchema, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 export const payments = pgSchema("payments");
 
-/** Every accepted payment notification, keyed by its notification id (W4), raw body kept (W5). */
+/**
+ * Every accepted payment notification, raw body kept (W5), identified by its provider and its
+ * notification id (W4, S2, Y2, G5): `key` spells the pair as one text (`notificationKey` in
+ * shared/src/contract/messages.ts; the database computes it, so no row can disagree).
+ */
 export const notifications = payments.table(
   "notifications",
   {
-    id: text("id").primaryKey(),
+    /** G5: the provider and its id as one text: the message's notification_id and Nats-Msg-Id. */
+    key: text("key")
+      .primaryKey()
+      .generatedAlwaysAs(
+        sql`case when provider = 'generic' then case when id ~ '^(generic|stripe|adyen):' then 'generic:' || id else id end when starts_with(id, provider || ':') then id else provider || ':' || id end`,
+      ),
+    /** The provider's own id (W4, S2, Y2), unique within its provider. */
+    id: text("id").notNull(),
     /** G1: who sent it: `generic` (the seed's format), `stripe` or `adyen`. */
     provider: text("provider").notNull().default("generic"),
     event: text("event").notNull(),
@@ -24,8 +36,14 @@ export const notifications = payments.table(
     sourceIp: text("source_ip").notNull(),
     /** O8: the W3C traceparent of the request that delivered it; null for rows older than O8. */
     traceparent: text("traceparent"),
+    /** G4: why a notification that would move money made no message; null when none was withheld. */
+    ignored: text("ignored"),
+    /** L5: a dispute's stage, for its message (and every replay of it). */
+    stage: text("stage").$type<DisputeStage>(),
   },
   (table) => [
+    // V3: an operator may still name a notification by its provider's bare id.
+    index("notifications_id_idx").on(table.id),
     index("notifications_order_id_idx").on(table.orderId),
     // V3: the operator's list, newest first.
     index("notifications_received_at_idx").on(table.receivedAt, table.id),
@@ -37,3 +55,40 @@ export const notifications = payments.table(
 export const outbox = outboxTable(payments, (table) => [
   index("outbox_notification_id_idx").on(sql`(${table.payload}->>'notification_id')`),
 ]);
+
+/**
+ * V4: the notifications provider routes refused, gathered in memory and added here in batches
+ * (RefusalTally): one row per provider, reason and minute, shared by every replica. Never a body
+ * or a signature: a count, the first and last time, the latest few examples (at, source_ip,
+ * reason, the claimed order_id).
+ */
+export const refusedNotifications = payments.table(
+  "refused_notifications",
+  {
+    provider: text("provider").notNull(),
+    reason: text("reason").notNull(),
+    minute: timestamp("minute", { withTimezone: true }).notNull(),
+    count: bigint("count", { mode: "number" }).notNull(),
+    firstAt: timestamp("first_at", { withTimezone: true }).notNull(),
+    lastAt: timestamp("last_at", { withTimezone: true }).notNull(),
+    examples: jsonb("examples").notNull().default([]),
+  },
+  (table) => [
+    primaryKey({ columns: [table.provider, table.reason, table.minute] }),
+    index("refused_notifications_minute_idx").on(table.minute),
+  ],
+);
+
+/** V5: what an operator did on payments that moves no order (a replay), by whom and why. */
+export const auditLog = payments.table(
+  "audit_log",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    at: timestamp("at", { withTimezone: true }).notNull().defaultNow(),
+    actor: text("actor").notNull(),
+    action: text("action").notNull(),
+    target: text("target").notNull(),
+    detail: jsonb("detail").notNull().default({}),
+  },
+  (table) => [index("audit_log_at_idx").on(table.at, table.id)],
+);

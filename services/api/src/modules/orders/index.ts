@@ -97,7 +97,8 @@ export const ordersController = (deps: ApiDeps) => {
           summary: "An order's timeline",
           description:
             "Everything that happened to the order, oldest first: created, paid, cancelled, " +
-            "refunded, payment_failed, review_opened, review_resolved, each with its source and " +
+            "refunded, payment_failed, dispute_opened / _won / _lost (L5: a dispute or chargeback; " +
+            "the status does not change), review_opened, review_resolved, each with its source and " +
             "the payment notification that caused it. The owner's customer token or an admin " +
             "token; anyone else gets 404.",
         },

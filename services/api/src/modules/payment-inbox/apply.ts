@@ -40,6 +40,35 @@ export type PaymentOutcome =
 export const paymentRefOf = (message: Pick<PaymentMessage, "notification_id" | "payment_ref">) =>
   message.payment_ref ?? message.notification_id;
 
+/** M1: who sent it; a message from before M1 was the seed's format. */
+export const providerOf = (message: Pick<PaymentMessage, "provider">) =>
+  message.provider ?? "generic";
+
+/** G5, L4: a payment as the api compares it: a reference within its provider. */
+export type PaymentIdentity = { provider: string; ref: string };
+
+/**
+ * G5: whether two payments are one. A `paid` entry written before G5 named no provider, and its
+ * reference is compared alone, as it was then.
+ */
+export const samePayment = (
+  paidBy: { provider: string | null; ref: string },
+  told: PaymentIdentity,
+) => paidBy.ref === told.ref && (paidBy.provider === null || paidBy.provider === told.provider);
+
+/**
+ * G5: the notification id the api knew a message by before notification ids named their provider
+ * (`stripe:evt_1` was `evt_1`, a generic `generic:stripe:x` was `stripe:x`); undefined when it
+ * had no other. A message stored before G5 and replayed after it carries the new id: the
+ * processed row under the old one still makes it a repeat.
+ */
+export function formerIdOf(message: Pick<PaymentMessage, "notification_id" | "provider">) {
+  const provider = providerOf(message);
+  const prefix = `${provider}:`;
+  if (provider === "adyen" || !message.notification_id.startsWith(prefix)) return undefined;
+  return message.notification_id.slice(prefix.length);
+}
+
 /** Whether a refund message names the payment it returns (Stripe's PaymentIntent, Adyen's original). */
 const refundNamesPayment = (message: Pick<PaymentMessage, "provider">) =>
   message.provider !== undefined && message.provider !== "generic";
@@ -52,8 +81,8 @@ export function paymentOutcome(
   kind: PaymentKind,
   order: Pick<OrderRow, "status" | "amount" | "currency"> | undefined,
   message: Pick<PaymentMessage, "amount" | "currency">,
-  /** For a paid order: the payment reference that paid it, and the message's (L4). */
-  references?: { paidBy: string | null; told: string },
+  /** For a paid order: the payment that paid it, and the message's (L4, G5). */
+  references?: { paidBy: { provider: string | null; ref: string } | null; told: PaymentIdentity },
 ): Exclude<PaymentOutcome, "duplicate"> {
   if (!order) return "unknown_order";
   if (kind === "failed") return "payment_failed";
@@ -63,7 +92,8 @@ export function paymentOutcome(
     if (order.status === "created") return "paid";
     if (order.status !== "paid") return "order_not_payable";
     // The payment that paid it, told again (Stripe's Checkout: two events, one PaymentIntent).
-    if (references && references.paidBy === references.told) return "same_payment";
+    if (references?.paidBy && samePayment(references.paidBy, references.told))
+      return "same_payment";
     // Another payment paid this order already: possibly a second charge.
     return "duplicate_payment";
   }
@@ -71,25 +101,53 @@ export function paymentOutcome(
   if (message.amount < order.amount) return "partial_refund";
   if (order.status !== "paid") return "refund_not_applicable";
   // A refund of another payment (the second of a double charge) leaves the one that paid it.
-  if (references?.paidBy && references.paidBy !== references.told) return "refund_not_applicable";
+  if (references?.paidBy && !samePayment(references.paidBy, references.told))
+    return "refund_not_applicable";
   return "refunded";
 }
 
 /**
- * L4: the payment reference that paid the order, from its `paid` timeline entry; a webhook
- * payment from before M1 was its notification id; null when a person marked it paid.
+ * L4, G5: the payment that paid the order, from its `paid` timeline entry: its provider (null
+ * before G5) and reference; a webhook payment from before M1 was its notification id; null when
+ * a person marked it paid.
  */
-async function paidByOf(tx: Executor, orderId: number): Promise<string | null> {
+async function paidByOf(
+  tx: Executor,
+  orderId: number,
+): Promise<{ provider: string | null; ref: string } | null> {
   const [paid] = await tx
     .select({
       ref: sql<string | null>`${orderEvents.detail}->>'payment_ref'`,
+      provider: sql<string | null>`${orderEvents.detail}->>'provider'`,
       notificationId: orderEvents.notificationId,
     })
     .from(orderEvents)
     .where(and(eq(orderEvents.orderId, orderId), eq(orderEvents.type, "paid")))
     .orderBy(desc(orderEvents.id))
     .limit(1);
-  return paid ? (paid.ref ?? paid.notificationId) : null;
+  const ref = paid?.ref ?? paid?.notificationId;
+  return ref ? { provider: paid?.provider ?? null, ref } : null;
+}
+
+/** G5: whether the api applied this message under the id it had before G5 (`formerIdOf`). */
+export async function processedBefore(
+  tx: Executor,
+  message: Pick<PaymentMessage, "notification_id" | "provider">,
+  orderId: number | undefined,
+): Promise<boolean> {
+  const former = formerIdOf(message);
+  if (former === undefined) return false;
+  const [row] = await tx
+    .select({ id: processedNotifications.notificationId })
+    .from(processedNotifications)
+    .where(
+      and(
+        eq(processedNotifications.notificationId, former),
+        orderId === undefined ? undefined : eq(processedNotifications.orderId, orderId),
+      ),
+    )
+    .limit(1);
+  return row !== undefined;
 }
 
 /** Whether the order's timeline or a review already holds this notification. */
@@ -133,18 +191,19 @@ export async function applyPaymentMessage(
       .values({ notificationId: message.notification_id, orderId: message.order_id, outcome: kind })
       .onConflictDoNothing()
       .returning({ id: processedNotifications.notificationId });
-    if (!first) return "duplicate";
+    if (!first || (await processedBefore(tx, message, message.order_id))) return "duplicate";
 
     // What this notification did is already on record (a replay after the api lost its
     // processed-notification row): nothing to do, and certainly not a second charge.
     const told = paymentRefOf(message);
+    const provider = providerOf(message);
     // A provider's refund names the payment it returns; the seed's format names none (its
     // reference is the refund notification's own id), so only a provider's refund is compared.
     const namesPayment =
       kind === "succeeded" || (kind === "refunded" && refundNamesPayment(message));
     const references =
       namesPayment && order?.status === "paid"
-        ? { paidBy: await paidByOf(tx, order.id), told }
+        ? { paidBy: await paidByOf(tx, order.id), told: { provider, ref: told } }
         : undefined;
     const proposed = paymentOutcome(kind, order, message, references);
     // A move cannot repeat itself (the order has left the state it moves from), so only the rest
@@ -156,6 +215,7 @@ export async function applyPaymentMessage(
       notificationId: message.notification_id,
       trace,
       paymentRef: told,
+      provider,
     };
     if (outcome === "duplicate" || outcome === "same_payment") {
       // Recorded as seen; nothing else changes.
@@ -181,6 +241,7 @@ export async function applyPaymentMessage(
           review_id: review.id,
           reason: outcome,
           payment_ref: told,
+          provider,
         });
     }
 

@@ -2,7 +2,7 @@ import type { MessageTopology, PaymentMessage } from "@commerce/shared/contract/
 import type { TraceContext } from "@commerce/shared/platform/tracing";
 import type { Database } from "../../db";
 import { transitionMany } from "../orders/state/transition";
-import { paymentRefOf } from "./apply";
+import { paymentRefOf, providerOf } from "./apply";
 
 /** A payment for the batch path, with its trace, so the `orders.paid` it writes continues the webhook's (O8). */
 export type BatchedPayment = { message: PaymentMessage; trace?: TraceContext };
@@ -39,6 +39,7 @@ export async function payInOneStatement(
       notificationId: message.notification_id,
       trace,
       paymentRef: paymentRefOf(message),
+      provider: providerOf(message),
       expect: { amount: message.amount, currency: message.currency },
     })),
     {

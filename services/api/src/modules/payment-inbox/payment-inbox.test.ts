@@ -325,7 +325,7 @@ describe("applying payments at once (M5)", () => {
       source: "webhook",
       notification_id: message.notification_id,
       // M1, T1: the payment reference that paid it (the notification id when the message names none).
-      detail: { payment_ref: message.notification_id },
+      detail: { payment_ref: message.notification_id, provider: "generic" },
     });
     expect((await processed(message.notification_id)).outcome).toBe("paid");
   });

@@ -42,7 +42,7 @@ describe("the payment reference that paid an order (M1, L4)", () => {
       {
         type: "paid",
         notification_id: session.notification_id,
-        detail: { payment_ref: "pi_checkout_A" },
+        detail: { payment_ref: "pi_checkout_A", provider: "stripe" },
       },
     ]);
   });
@@ -70,6 +70,7 @@ describe("the payment reference that paid an order (M1, L4)", () => {
     const entries = await timeline(order.order_id);
     expect(entries.find((entry) => entry.type === "paid")?.detail).toEqual({
       payment_ref: "pi_first",
+      provider: "stripe",
     });
     expect(entries.find((entry) => entry.type === "review_opened")?.detail).toMatchObject({
       reason: "duplicate_payment",
@@ -97,9 +98,11 @@ describe("the payment reference that paid an order (M1, L4)", () => {
     const entries = await timeline(order.order_id);
     expect(entries.find((entry) => entry.type === "payment_failed")?.detail).toEqual({
       payment_ref: "pi_other_card",
+      provider: "generic",
     });
     expect(entries.find((entry) => entry.type === "refunded")?.detail).toEqual({
       payment_ref: "pi_r",
+      provider: "generic",
     });
   });
 

@@ -37,10 +37,16 @@ async function waitForStream(jsm: JetStreamManager, stream: string, waitMs = 20_
   }
 }
 
-/** The payment event a subject carries (M1); undefined for a subject this api does not know. */
-export function kindOf(subject: string, topology: MessageTopology): PaymentKind | undefined {
-  const { orderPaid, orderRefunded, orderFailed } = topology.payments;
-  return { [orderPaid]: "succeeded", [orderRefunded]: "refunded", [orderFailed]: "failed" }[
-    subject
-  ] as PaymentKind | undefined;
+/** The payment event a subject carries (M1, L5); undefined for a subject this api does not know. */
+export function kindOf(
+  subject: string,
+  topology: MessageTopology,
+): PaymentKind | "disputed" | undefined {
+  const { orderPaid, orderRefunded, orderFailed, orderDisputed } = topology.payments;
+  return new Map<string, PaymentKind | "disputed">([
+    [orderPaid, "succeeded"],
+    [orderRefunded, "refunded"],
+    [orderFailed, "failed"],
+    [orderDisputed, "disputed"],
+  ]).get(subject);
 }

@@ -55,6 +55,7 @@ describe("timeline", () => {
       reason: "partial_refund",
       // M1: the payment the notification was about (its own id for the generic format).
       payment_ref: expect.any(String),
+      provider: "generic",
     });
     for (const entry of items) expect(Date.parse(entry.at)).not.toBeNaN();
   });

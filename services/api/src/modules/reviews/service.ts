@@ -138,7 +138,10 @@ export async function resolveReview(
         );
       }
       // M1, L4: the payment it applies, so a later notification about it is no second charge.
-      const { payment_ref: paymentRef } = row.message as { payment_ref?: string };
+      const { payment_ref: paymentRef, provider } = row.message as {
+        payment_ref?: string;
+        provider?: string;
+      };
       const result = await transition(tx, topology, row.orderId, {
         to,
         source: "review",
@@ -146,6 +149,8 @@ export async function resolveReview(
         paymentRef: paymentRef ?? row.notificationId,
         actor: resolvedBy,
         note: resolution.note,
+        // G5: the reference is that provider's.
+        provider: provider ?? "generic",
       });
       if (!result.moved)
         throw new ConflictError(

@@ -1,3 +1,4 @@
+import { notificationKey } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
 import { messagePayload } from "../../lib/outbox-message";
 import type { ParsedNotification, PaymentProvider } from "../providers/provider";
@@ -145,12 +146,14 @@ export class GroupCommit {
     /** Per request, per notification: its row in the statement, or -1 for a repeat in the group. */
     const positions: number[][] = [];
     const seen = new Set<string>();
+    // G5: a notification is its provider's and its id; the key spells both.
+    const keyOf = (input: StoreInput) => notificationKey(input.provider, input.notification.id);
     for (const { inputs } of group) {
       positions.push(
         inputs.map((input) => {
-          const id = input.notification.id;
-          if (seen.has(id)) return -1;
-          seen.add(id);
+          const key = keyOf(input);
+          if (seen.has(key)) return -1;
+          seen.add(key);
           rows.push(input);
           return rows.length - 1;
         }),
@@ -158,9 +161,10 @@ export class GroupCommit {
     }
     const column = <T>(pick: (input: StoreInput) => T) => rows.map(pick);
     const sql = this.sql;
-    const stored = await sql<{ id: string }[]>`
+    const stored = await sql<{ key: string }[]>`
       with input as (
         select * from unnest(
+          ${column(keyOf)}::text[],
           ${column((i) => i.notification.id)}::text[],
           ${column((i) => i.provider)}::text[],
           ${column((i) => i.notification.event)}::text[],
@@ -171,32 +175,35 @@ export class GroupCommit {
           ${column((i) => i.rawBody)}::text[],
           ${column((i) => i.sourceIp)}::text[],
           ${column((i) => i.traceparent)}::text[],
-          ${column((i) => i.messageSubject ?? null)}::text[]
-        ) with ordinality as i(id, provider, event, order_id, payment_ref, amount, currency,
-          raw_body, source_ip, traceparent, subject, n)
+          ${column((i) => i.messageSubject ?? null)}::text[],
+          ${column((i) => i.notification.ignored ?? null)}::text[],
+          ${column((i) => i.notification.stage ?? null)}::text[]
+        ) with ordinality as i(key, id, provider, event, order_id, payment_ref, amount, currency,
+          raw_body, source_ip, traceparent, subject, ignored, stage, n)
       ), stored as (
         insert into payments.notifications (id, provider, event, order_id, payment_ref, amount,
-          currency, raw_body, source_ip, traceparent)
+          currency, raw_body, source_ip, traceparent, ignored, stage)
         select id, provider, event, order_id, payment_ref, amount, currency, raw_body, source_ip,
-          traceparent
+          traceparent, ignored, stage
         from input order by n
-        on conflict (id) do nothing
-        returning id, provider, order_id, payment_ref, amount, currency, received_at, traceparent
+        on conflict (key) do nothing
+        returning key, provider, order_id, payment_ref, amount, currency, received_at, traceparent,
+          stage
       ), queued as (
         insert into payments.outbox (subject, message_id, payload, headers)
-        select subject, id, ${messagePayload(sql)},
+        select subject, key, ${messagePayload(sql)},
           case when traceparent is null then null
             else jsonb_build_object('traceparent', traceparent) end
-        from (select s.*, i.subject, i.n from stored s join input i using (id)) as r
+        from (select s.*, i.subject, i.n from stored s join input i using (key)) as r
         where subject is not null
         order by n
       )
-      select id from stored`;
-    const isNew = new Set(stored.map((row) => row.id));
+      select key from stored`;
+    const isNew = new Set(stored.map((row) => row.key));
     let outboxWritten = false;
     const results = group.map(({ inputs }, r) => {
       const each = inputs.map((input, k) => {
-        const fresh = positions[r][k] >= 0 && isNew.has(input.notification.id);
+        const fresh = positions[r][k] >= 0 && isNew.has(keyOf(input));
         if (fresh && input.messageSubject !== undefined) outboxWritten = true;
         return fresh;
       });

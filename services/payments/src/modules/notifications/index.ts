@@ -1,3 +1,4 @@
+import { notificationKey } from "@commerce/shared/contract/messages";
 import { ClientClosedError, HttpError } from "@commerce/shared/platform/errors";
 import {
   assertContentLength,
@@ -19,6 +20,7 @@ import {
   type RejectionReason,
   SignatureRejectedError,
 } from "../providers/provider";
+import { claimedOrderId } from "../refusals/claimed-order";
 import { GroupCommit, type StoreInput } from "./group-commit";
 
 const statusReasons: Record<number, RejectionReason> = {
@@ -41,6 +43,8 @@ type NotificationLog = {
   event?: string;
   order_id?: number | null;
   source_ip: string;
+  /** G4: why an accepted notification made no message. */
+  ignored?: string;
 };
 
 type Outcome = "accepted" | "duplicate" | "rejected" | "client_closed" | "failed";
@@ -53,7 +57,7 @@ type Outcome = "accepted" | "duplicate" | "rejected" | "client_closed" | "failed
  * that arrive together (`GroupCommit`).
  */
 export function notificationsController(deps: PaymentsDeps, providers: PaymentProvider[]) {
-  const { sql, logger, metrics, tracer, topology, rateLimiter, outboxWritten } = deps;
+  const { sql, logger, metrics, tracer, topology, rateLimiter, outboxWritten, refusals } = deps;
   const counted = metrics.counter(
     "notifications_total",
     "Payment notifications by outcome (accepted, duplicate, rejected, client_closed, failed) and reason",
@@ -66,29 +70,43 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
   const record = (request: Request, outcome: Outcome, reason: string, fields: NotificationLog) => {
     counted.inc({ outcome, reason });
     const line = { ...requestLogFields(request), outcome, ...fields };
+    // G4: money not the shop's is accepted (so the provider stops) but is worth a warning.
     if (outcome === "rejected") logger.warn("notification", { ...line, reason });
+    else if (fields.ignored) logger.warn("notification", line);
     else if (outcome === "failed") logger.error("notification", { ...line, reason });
     else logger.info("notification", line);
   };
 
-  /** G2: a message only for an event that moves money and names an order, amount and currency. */
-  const subjectOf = (notification: ParsedNotification) =>
-    notification.message !== undefined &&
-    notification.orderId !== null &&
-    notification.amount !== null &&
-    notification.currency !== null
-      ? messageSubjectOf(notification.message, topology)
+  /**
+   * G2: a message only for an event that moves money and names an order, amount and currency;
+   * L5: a dispute names the payment (the api finds its order); G4: none for money not the shop's.
+   */
+  const subjectOf = ({
+    message,
+    orderId,
+    paymentRef,
+    amount,
+    currency,
+    ignored,
+  }: ParsedNotification) =>
+    message !== undefined &&
+    ignored === undefined &&
+    (message === "payment.disputed" ? paymentRef !== null : orderId !== null) &&
+    amount !== null &&
+    currency !== null
+      ? messageSubjectOf(message, topology)
       : undefined;
 
   const intake =
     (provider: PaymentProvider) => async (request: Request, sourceIp: string, bucket: string) => {
       const log: NotificationLog = { provider: provider.name, source_ip: sourceIp };
+      let rawBody: Uint8Array | undefined;
       try {
         // The cheap checks come before the body is read, so a flood costs as little as possible.
         assertContentLength(request, provider.bodyLimit);
         assertJsonContentType(request.headers.get("content-type"));
         rateLimiter.take(bucket);
-        const rawBody = await readBodyWithin(request, provider.bodyLimit);
+        rawBody = await readBodyWithin(request, provider.bodyLimit);
         const nowSeconds = Math.floor(Date.now() / 1000);
         provider.authenticate({ headers: request.headers, rawBody, nowSeconds });
         const { text, notifications } = provider.parse(rawBody);
@@ -104,7 +122,7 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
         }));
         const first = notifications[0];
         Object.assign(log, {
-          notification_id: first.id,
+          notification_id: notificationKey(provider.name, first.id),
           event: first.event,
           order_id: first.orderId,
         });
@@ -114,13 +132,14 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
           { parent: trace, kind: "client", attributes: { "db.system.name": "postgresql" } },
           () => group.store(inputs),
         );
-        // W9: one line per notification, so each id can be followed (T2).
+        // W9: one line per notification, so each id can be followed (T2), by its key (G5).
         notifications.forEach((notification, index) => {
           record(request, stored.stored[index] ? "accepted" : "duplicate", "none", {
             ...log,
-            notification_id: notification.id,
+            notification_id: notificationKey(provider.name, notification.id),
             event: notification.event,
             order_id: notification.orderId,
+            ...(notification.ignored ? { ignored: notification.ignored } : {}),
           });
         });
         return provider.answer({ duplicate: stored.duplicate });
@@ -133,6 +152,12 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
         const reason = rejectionReason(error);
         if (error instanceof InvalidNotificationError) Object.assign(log, error.partial);
         record(request, reason ? "rejected" : "failed", reason ?? "error", log);
+        // V4: a refusal the provider will see (not 429, which only asks it to wait) is kept.
+        if (reason && reason !== "rate_limited")
+          refusals.add(provider.name, reason, {
+            sourceIp,
+            orderId: log.order_id ?? claimedOrderId(provider, rawBody),
+          });
         throw error;
       }
     };

@@ -1,5 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { parsePaymentMessage, paymentMessage } from "@commerce/shared/contract/messages";
+import {
+  disputeMessage,
+  notificationKey,
+  parseDisputeMessage,
+  parsePaymentMessage,
+  paymentMessage,
+} from "@commerce/shared/contract/messages";
 import { paymentsForFile } from "@commerce/testing/in-process";
 import { uniqueOrderId } from "@commerce/testing/payments-requests";
 import { GroupCommit } from "./group-commit";
@@ -40,15 +46,15 @@ describe("the order-paid message built in SQL", () => {
       { payload: Record<string, unknown>; headers: unknown; stored: string }[]
     >`
       select o.payload, o.headers, n.traceparent as stored
-      from payments.outbox o join payments.notifications n on n.id = o.message_id
-      where o.message_id = ${id}`;
+      from payments.outbox o join payments.notifications n on n.key = o.message_id
+      where o.message_id = ${`stripe:${id}`}`;
     expect(row.headers).toEqual({ traceparent });
     expect(row.stored).toBe(traceparent);
 
     expect(parsePaymentMessage(row.payload)).toBeDefined();
     expect(Object.keys(row.payload).sort()).toEqual(Object.keys(paymentMessage.properties).sort());
     expect(row.payload).toMatchObject({
-      notification_id: id,
+      notification_id: `stripe:${id}`,
       order_id: orderId,
       amount: 4980,
       currency: "EUR",
@@ -58,5 +64,79 @@ describe("the order-paid message built in SQL", () => {
     expect(new Date(row.payload.received_at as string).toISOString()).toBe(
       row.payload.received_at as string,
     );
+  });
+});
+
+describe("the dispute message built in SQL (L5)", () => {
+  test("L5, M1: a dispute that names no order makes the shared dispute schema: M1's fields without order_id, and its stage", async () => {
+    const id = `evt_${crypto.randomUUID()}`;
+    await new GroupCommit(payments.sql).store([
+      {
+        provider: "stripe",
+        notification: {
+          id,
+          event: "charge.dispute.created",
+          orderId: null,
+          paymentRef: "pi_disputed_1",
+          amount: 1999,
+          currency: "USD",
+          message: "payment.disputed",
+          stage: "opened",
+        },
+        rawBody: "{}",
+        sourceIp: "127.0.0.1",
+        traceparent: null,
+        messageSubject: payments.topology.payments.orderDisputed,
+      },
+    ]);
+    const [row] = await payments.sql<{ subject: string; payload: Record<string, unknown> }[]>`
+      select subject, payload from payments.outbox where message_id = ${`stripe:${id}`}`;
+    expect(row.subject).toBe(payments.topology.payments.orderDisputed);
+    expect(parseDisputeMessage(row.payload)).toBeDefined();
+    expect(parsePaymentMessage(row.payload)).toBeUndefined();
+    expect(Object.keys(row.payload).sort()).toEqual(
+      Object.keys(disputeMessage.properties)
+        .filter((name) => name !== "order_id")
+        .sort(),
+    );
+    expect(row.payload).toMatchObject({ stage: "opened", payment_ref: "pi_disputed_1" });
+  });
+});
+
+describe("notification keys (G5)", () => {
+  test("G5: the key PostgreSQL computes for a stored notification is notificationKey's, and no two providers' ids share one", async () => {
+    const tag = crypto.randomUUID().slice(0, 8);
+    const cases: [string, string][] = [
+      ["generic", `evt_${tag}`],
+      ["stripe", `evt_${tag}`],
+      ["generic", `stripe:evt_${tag}`],
+      ["generic", `generic:stripe:evt_${tag}`],
+      ["adyen", `adyen:AUTHORISATION:${tag}:true`],
+      ["generic", `adyen:AUTHORISATION:${tag}:true`],
+      ["stripe", `adyen:${tag}`],
+    ];
+    await new GroupCommit(payments.sql).store(
+      cases.map(([provider, id]) => ({
+        provider: provider as "generic",
+        notification: {
+          id,
+          event: "customer.created",
+          orderId: null,
+          paymentRef: null,
+          amount: null,
+          currency: null,
+          message: undefined,
+        },
+        rawBody: "{}",
+        sourceIp: "127.0.0.1",
+        traceparent: null,
+        messageSubject: undefined,
+      })),
+    );
+    const rows = await payments.sql<{ provider: string; id: string; key: string }[]>`
+      select provider, id, key from payments.notifications where id like ${`%${tag}%`}`;
+    expect(rows).toHaveLength(cases.length);
+    for (const row of rows) expect(row.key).toBe(notificationKey(row.provider, row.id));
+    expect(new Set(rows.map((row) => row.key)).size).toBe(cases.length);
   });
 });

@@ -12,6 +12,7 @@ import {
   notificationQuery,
   replayQueued,
 } from "./model";
+import { replayNoteOf } from "./replay-body";
 import { getNotification, listNotifications, replayNotification } from "./service";
 
 /**
@@ -62,21 +63,25 @@ export function operatorController(deps: PaymentsDeps) {
     .post(
       "/:id/replay",
       async ({ params, principal, request, status }) => {
-        const queued = await replayNotification(sql, params.id);
+        const note = await replayNoteOf(request);
+        const actor = principal.customerId;
+        const queued = await replayNotification(sql, params.id, { actor, note });
         outboxWritten();
+        // V5: one line naming who replayed what (the note is in the audit log, not the log).
         logger.info("notification replay", {
           request_id: requestIdOf(request),
           notification_id: queued.notification_id,
           message_id: queued.message_id,
           subject: queued.subject,
-          by: principal.customerId,
+          actor,
         });
         return status(202, queued);
       },
       {
         auth: "admin",
+        parse: "none",
         params: notificationIdParams,
-        response: { 202: replayQueued, ...problems(400, 401, 403, 404, 409, 429, 503) },
+        response: { 202: replayQueued, ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503) },
         detail: {
           operationId: "replayNotification",
           summary: "Publish a notification's message again",
@@ -85,7 +90,23 @@ export function operatorController(deps: PaymentsDeps) {
             "notification id) under a message id of its own, so the stream's duplicate window " +
             "does not swallow it; the api applies a notification id at most once, so a replay " +
             "only changes an order whose payment the api has not applied. 202: queued; the " +
-            "relay publishes it at once, or when NATS is back. 409: the event makes no message.",
+            "relay publishes it at once, or when NATS is back. 409: the event makes no message. " +
+            'V5: an optional body {"note": "..."} (1 to 1000 characters) says why; the replay ' +
+            "is written to the audit log (GET /api/audit) with the token's sub and the note. " +
+            "The id may be the notification's key (stripe:evt_...) or its provider's id.",
+          requestBody: {
+            required: false,
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  properties: { note: { type: "string", minLength: 1, maxLength: 1000 } },
+                  additionalProperties: false,
+                },
+                example: { note: "api database restored from the 03:00 backup" },
+              },
+            },
+          },
         },
       },
     );

@@ -12,6 +12,10 @@ const summaryFields = {
   id: t.String({
     description: "The notification id: the provider's id, else a hash of its fields",
   }),
+  key: t.String({
+    description:
+      "G5: the provider and its id as one text (stripe:evt_..., adyen:..., a generic id as it is): the message's notification_id and Nats-Msg-Id, the api's timeline notification_id",
+  }),
   provider: t.String({
     description: "Who sent it: generic, stripe or adyen",
     examples: ["stripe"],
@@ -35,6 +39,12 @@ const summaryFields = {
     "When its message was published to JetStream; null while it waits, or when its event makes none",
   ),
   trace_id: t.Nullable(t.String({ description: "The trace it arrived in; null when not kept" })),
+  ignored: t.Nullable(
+    t.String({
+      description:
+        "G4: why an event that moves money made no message (another mode's money, another merchant account); null otherwise",
+    }),
+  ),
 };
 
 /** A stored notification as the operator's list shows it. */
@@ -90,6 +100,7 @@ export const replayQueued = t.Object({
 
 const notificationExample = {
   id: "evt_3PqK9aLkdIwHu7ix0e5RtYb2",
+  key: "evt_3PqK9aLkdIwHu7ix0e5RtYb2",
   provider: "generic",
   event: "payment.succeeded",
   order_id: 1021,
@@ -100,6 +111,7 @@ const notificationExample = {
   source_ip: "198.51.100.7",
   published_at: "2026-11-23T14:02:11.497Z",
   trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+  ignored: null,
 };
 
 // D5: the document's named components.

@@ -119,6 +119,7 @@ describe("operator routes: reading", () => {
     expect(all.json.items.map((item: any) => item.id)).toEqual([ids[2], ids[1], ids[0]]);
     expect(all.json.items[0]).toEqual({
       id: ids[2],
+      key: ids[2],
       provider: "generic",
       event: "payment.succeeded",
       order_id: orderId,
@@ -129,6 +130,7 @@ describe("operator routes: reading", () => {
       source_ip: expect.any(String),
       published_at: null,
       trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+      ignored: null,
     });
 
     const succeeded = await call(
@@ -308,7 +310,7 @@ describe("operator routes: replay", () => {
         .map((line) => JSON.parse(line))
         .filter((line) => line.msg === "notification replay" && line.notification_id === id);
       expect(logged).toHaveLength(2);
-      expect(logged[0]).toMatchObject({ by: operator, message_id: first.json.message_id });
+      expect(logged[0]).toMatchObject({ actor: operator, message_id: first.json.message_id });
     } finally {
       await relay.stop();
       await jsm.streams.delete(stream).catch(() => {});
@@ -327,7 +329,11 @@ describe("operator routes: status (U3, N4)", () => {
         and subject = any(${[own.orderPaid, own.orderRefunded, own.orderFailed]})`;
     const res = await call("GET", "/api/status", admin);
     expect(res.status).toBe(200);
-    expect(Object.keys(res.json).sort()).toEqual(["outbox_backlog", "outbox_dead"]);
+    expect(Object.keys(res.json).sort()).toEqual([
+      "outbox_backlog",
+      "outbox_dead",
+      "refused_last_hour",
+    ]);
     expect(res.json.outbox_backlog).toBeGreaterThanOrEqual(0);
     expect(res.json.outbox_dead).toBe(dead);
     expect((await call("GET", "/api/status", customer)).status).toBe(403);

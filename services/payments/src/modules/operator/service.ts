@@ -6,6 +6,7 @@ import { messagePayload } from "../../lib/outbox-message";
 import type { NotificationDetail, NotificationSummary, ReplayQueued } from "./model";
 
 type NotificationRow = {
+  key: string;
   id: string;
   provider: string;
   event: string;
@@ -18,6 +19,7 @@ type NotificationRow = {
   source_ip: string;
   published_at: string | null;
   traceparent: string | null;
+  ignored: string | null;
 };
 
 type MessageRow = {
@@ -33,6 +35,7 @@ const numberOrNull = (value: string | null) => (value === null ? null : Number(v
 
 const toSummary = (row: NotificationRow): NotificationSummary => ({
   id: row.id,
+  key: row.key,
   provider: row.provider,
   event: row.event,
   order_id: numberOrNull(row.order_id),
@@ -44,7 +47,20 @@ const toSummary = (row: NotificationRow): NotificationSummary => ({
   source_ip: row.source_ip,
   published_at: row.published_at,
   trace_id: parseTraceparent(row.traceparent)?.traceId ?? null,
+  ignored: row.ignored,
 });
+
+/**
+ * G5: the notification an operator names, by its key (`stripe:evt_...`, what the message and
+ * the api's timeline carry) or by its provider's bare id; a key wins, then a generic id (whose
+ * key it is), then any provider's. Undefined when none.
+ */
+async function keyOf(sql: Sql, named: string): Promise<string | undefined> {
+  const [row] = await sql<{ key: string }[]>`
+    select key from payments.notifications where key = ${named} or id = ${named}
+    order by key = ${named} desc, provider = 'generic' desc, received_at limit 1`;
+  return row?.key;
+}
 
 const whereOf = (sql: Sql, { orderId, event, provider }: NotificationFilter) =>
   sql`where true
@@ -59,22 +75,22 @@ const whereOf = (sql: Sql, { orderId, event, provider }: NotificationFilter) =>
 export async function listNotifications(sql: Sql, filter: NotificationFilter, paging: PageRequest) {
   const rows = await sql<(NotificationRow & { total: number })[]>`
     with page as (
-      select id, provider, event, order_id, payment_ref, amount, currency, received_at, source_ip,
-        traceparent, count(*) over ()::int as total
+      select key, id, provider, event, order_id, payment_ref, amount, currency, received_at,
+        source_ip, traceparent, ignored, count(*) over ()::int as total
       from payments.notifications ${whereOf(sql, filter)}
       order by received_at desc, id desc
       limit ${paging.perPage} offset ${offsetOf(paging)}
     ), published as (
       select page.*, (
         select o.published_at from payments.outbox o
-        where o.payload->>'notification_id' = page.id and o.message_id = page.id
+        where o.payload->>'notification_id' = page.key and o.message_id = page.key
         order by o.id limit 1
       ) as published_at
       from page
     )
-    select id, provider, event, order_id, payment_ref, amount, currency,
+    select key, id, provider, event, order_id, payment_ref, amount, currency,
       ${isoTimestamp(sql, "received_at")} as received_at, source_ip,
-      ${isoTimestamp(sql, "published_at")} as published_at, traceparent, total
+      ${isoTimestamp(sql, "published_at")} as published_at, traceparent, ignored, total
     from published order by published.received_at desc, id desc`;
   return pageFromWindow(
     rows,
@@ -87,12 +103,14 @@ export async function listNotifications(sql: Sql, filter: NotificationFilter, pa
 }
 
 /** V3: one notification with its raw body, the message the webhook queued and every replay. */
-export async function getNotification(sql: Sql, id: string): Promise<NotificationDetail> {
+export async function getNotification(sql: Sql, named: string): Promise<NotificationDetail> {
+  const key = await keyOf(sql, named);
   const [row] = await sql<(Omit<NotificationRow, "published_at"> & { raw_body: string })[]>`
-    select id, provider, event, order_id, payment_ref, amount, currency,
-      ${isoTimestamp(sql, "received_at")} as received_at, source_ip, traceparent, raw_body
-    from payments.notifications where id = ${id}`;
-  if (!row) throw new NotFoundError(`Notification ${id} does not exist`);
+    select key, id, provider, event, order_id, payment_ref, amount, currency,
+      ${isoTimestamp(sql, "received_at")} as received_at, source_ip, traceparent, ignored, raw_body
+    from payments.notifications where key = ${key ?? null}`;
+  if (!row) throw new NotFoundError(`Notification ${named} does not exist`);
+  const id = row.key;
   const messages = await sql<MessageRow[]>`
     select subject, message_id, ${isoTimestamp(sql, "created_at")} as created_at,
       ${isoTimestamp(sql, "published_at")} as published_at
@@ -123,27 +141,43 @@ export async function getNotification(sql: Sql, id: string): Promise<Notificatio
  * a replay vanish just when it is most needed; a new id always reaches the consumer, whose
  * idempotency on the payload's notification id (M2) makes it harmless where it was applied.
  */
-export async function replayNotification(sql: Sql, id: string): Promise<ReplayQueued> {
+export async function replayNotification(
+  sql: Sql,
+  named: string,
+  audit: { actor: string; note?: string },
+): Promise<ReplayQueued> {
+  const id = (await keyOf(sql, named)) ?? named;
   const [notification] = await sql<{ event: string; subject: string | null }[]>`
     select event, (
       select subject from payments.outbox
       where payload->>'notification_id' = ${id} and message_id = ${id} order by id limit 1
     ) as subject
-    from payments.notifications where id = ${id}`;
-  if (!notification) throw new NotFoundError(`Notification ${id} does not exist`);
+    from payments.notifications where key = ${id}`;
+  if (!notification) throw new NotFoundError(`Notification ${named} does not exist`);
   // The subject its own message went to: a provider's event name is not the message's (S3, Y2).
   const subject = notification.subject ?? undefined;
   if (!subject)
     throw new ConflictError(
       `Notification ${id} is a ${notification.event}, which makes no message to replay`,
     );
+  // V5: the replay and its audit entry commit together, or neither does.
   const [queued] = await sql<{ message_id: string; created_at: string }[]>`
-    insert into payments.outbox (id, subject, message_id, payload, headers)
-    select row_id, ${subject}, id || ':replay:' || row_id, ${messagePayload(sql)},
-      case when traceparent is null then null else jsonb_build_object('traceparent', traceparent) end
-    from payments.notifications, nextval(pg_get_serial_sequence('payments.outbox', 'id')) as row_id
-    where id = ${id}
-    returning message_id, ${isoTimestamp(sql, "created_at")} as created_at`;
+    with queued as (
+      insert into payments.outbox (id, subject, message_id, payload, headers)
+      select row_id, ${subject}, key || ':replay:' || row_id, ${messagePayload(sql)},
+        case when traceparent is null then null
+          else jsonb_build_object('traceparent', traceparent) end
+      from payments.notifications, nextval(pg_get_serial_sequence('payments.outbox', 'id')) as row_id
+      where key = ${id}
+      returning message_id, created_at
+    ), audited as (
+      insert into payments.audit_log (actor, action, target, detail)
+      select ${audit.actor}, 'notification.replay', ${id},
+        jsonb_strip_nulls(jsonb_build_object('note', ${audit.note ?? null}::text,
+          'message_id', message_id, 'subject', ${subject}::text))
+      from queued
+    )
+    select message_id, ${isoTimestamp(sql, "created_at")} as created_at from queued`;
   return {
     notification_id: id,
     subject,

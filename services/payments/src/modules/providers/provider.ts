@@ -1,4 +1,8 @@
-import type { PaymentEvent, PaymentProviderName } from "@commerce/shared/contract/messages";
+import type {
+  DisputeStage,
+  PaymentEvent,
+  PaymentProviderName,
+} from "@commerce/shared/contract/messages";
 import type { SignatureRejection } from "@commerce/shared/contract/signature";
 import {
   type FieldError,
@@ -14,6 +18,13 @@ import type { TypeCheck } from "@sinclair/typebox/compiler";
 export const providerBodyLimit = 256 * 1024;
 
 export type WebhookSettings = { secrets: string[]; toleranceSeconds: number };
+
+/** G4: whose money moves orders: the shop's live money, or its test money. */
+export const paymentModes = ["live", "test"] as const;
+export type PaymentMode = (typeof paymentModes)[number];
+
+/** What every provider is made with besides its own settings. */
+export type ProviderContext = { toleranceSeconds: number; mode: PaymentMode };
 
 /** Why a notification was turned away (W1, W9): the `reason` of its log line and metric. */
 export type RejectionReason =
@@ -120,6 +131,13 @@ export type ParsedNotification = {
   currency: string | null;
   /** The message it makes (M1), if its event moves money. */
   message: PaymentEvent | undefined;
+  /** L5: a dispute's stage (`payment.disputed` only). */
+  stage?: DisputeStage;
+  /**
+   * G4: why a notification that would move money is stored without a message (another mode's
+   * money, another merchant account); undefined when it is not set aside.
+   */
+  ignored?: string;
 };
 
 /** What a provider's `authenticate` sees: the request as received, before any parsing. */
@@ -142,6 +160,8 @@ export type PaymentProvider = {
   /** 400 (an `InvalidNotificationError`) unless the body is the provider's shape. */
   parse(rawBody: Uint8Array): { text: string; notifications: ParsedNotification[] };
   answer(outcome: { duplicate: boolean }): ProviderAnswer;
+  /** V4: the order a body of any shape claims, for a refusal's example; null when none. */
+  claimedOrder(body: object): number | null;
   /** The route's OpenAPI entry: what it answers and how it is authenticated. */
   document: {
     /** D5: the stable camelCase name client generators give the call. */
@@ -163,5 +183,5 @@ export type ProviderPlugin<Settings, Variables extends TProperties> = {
   name: PaymentProviderName;
   variables: Variables;
   settingsFrom(vars: Static<TObject<Variables>>): Settings | undefined;
-  create(settings: Settings, toleranceSeconds: number): PaymentProvider;
+  create(settings: Settings, context: ProviderContext): PaymentProvider;
 };

@@ -3,6 +3,7 @@ import { named, problems } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
 import type { PaymentsDeps } from "../../deps";
 import { operatorRealm, whoMayCall } from "../../lib/operator-realm";
+import { refusedLastHour } from "../refusals/service";
 
 const figure = (description: string) =>
   t.Nullable(t.Integer({ minimum: 0, description: `${description}; null when it cannot be read` }));
@@ -13,10 +14,13 @@ export const paymentsStatus = named(
   t.Object({
     outbox_backlog: figure("Outbox rows (order-paid messages) not yet published to JetStream"),
     outbox_dead: figure("Outbox rows set aside: their publication cannot succeed"),
+    refused_last_hour: figure(
+      "V4: notifications the provider routes refused in the last hour, every replica's",
+    ),
   }),
   {
     description: "The payments service's operating figures: what waits to go out",
-    examples: [{ outbox_backlog: 0, outbox_dead: 0 }],
+    examples: [{ outbox_backlog: 0, outbox_dead: 0, refused_last_hour: 0 }],
   },
 );
 
@@ -30,11 +34,12 @@ export const statusController = (deps: PaymentsDeps) =>
     .get(
       "",
       async () => {
-        const [backlog, dead] = await Promise.all([
+        const [backlog, dead, refused] = await Promise.all([
           deps.metrics.reading("outbox_backlog"),
           deps.metrics.reading("outbox_dead"),
+          refusedLastHour(deps.sql).catch(() => null),
         ]);
-        return { outbox_backlog: backlog, outbox_dead: dead };
+        return { outbox_backlog: backlog, outbox_dead: dead, refused_last_hour: refused };
       },
       {
         auth: "admin",
@@ -44,7 +49,8 @@ export const statusController = (deps: PaymentsDeps) =>
           summary: "Read the payments service's operating figures",
           description:
             `${whoMayCall} The outbox backlog and the rows set aside, as /metrics has them, ` +
-            "read from the same 5-second cache; a figure that cannot be read is null.",
+            "read from the same 5-second cache, and the refusals of the last hour (V4, " +
+            "GET /api/notifications/rejected); a figure that cannot be read is null.",
         },
       },
     );

@@ -1,4 +1,5 @@
 import type {
+  DisputeStage,
   EventSource,
   MessageTopology,
   OrderEventName,
@@ -26,6 +27,10 @@ export type Cause = {
   actor?: string;
   /** V5: why an admin made the move; in the timeline entry's detail (not on the event). */
   note?: string;
+  /** G5: whose reference it is: payment references are compared within one provider only. */
+  provider?: string;
+  /** L5: a dispute's stage (`disputed` only): the timeline entry is `dispute_<stage>`. */
+  stage?: DisputeStage;
 };
 
 /** The `traceparent` header text of a cause: the relay publishes it with the message (O8). */
@@ -39,6 +44,7 @@ const atColumn: Record<OrderEventName, string> = {
   cancelled: "cancelled_at",
   refunded: "refunded_at",
   payment_failed: "failed_at",
+  disputed: "disputed_at",
 };
 
 /**
@@ -71,11 +77,16 @@ export function orderEventWrites(
   const paymentRef = perRow ? sql`r.payment_ref` : sql`${cause.paymentRef ?? null}::text`;
   const actor = perRow ? sql`r.actor` : sql`${cause.actor ?? null}::text`;
   const note = perRow ? sql`r.note` : sql`${cause.note ?? null}::text`;
+  const provider = perRow ? sql`r.provider` : sql`${cause.provider ?? null}::text`;
+  const stage = perRow ? sql`null::text` : sql`${cause.stage ?? null}::text`;
+  // L5: a dispute is one event, `orders.disputed`, and three kinds of timeline entry.
+  const timelineType = event === "disputed" ? sql`'dispute_' || ${stage}` : sql`${event}::text`;
   const at = isoTimestamp(sql, `r.${atColumn[event]}`);
-  // JetStream de-duplicates on it; a payment may fail more than once, so that one is per notification.
+  // JetStream de-duplicates on it; a payment may fail, and be disputed, more than once, so those
+  // are per notification.
   const messageId =
-    event === "payment_failed"
-      ? sql`'order-payment_failed-' || ${notificationId}`
+    event === "payment_failed" || event === "disputed"
+      ? sql`${`order-${event}-`}::text || ${notificationId}`
       : sql`${`order-${event}-`}::text || r.id`;
   return sql`
     order_message as (
@@ -85,6 +96,7 @@ export function orderEventWrites(
           'amount', r.amount, 'currency', r.currency, 'at', ${at}, 'source', ${source},
           'reason', ${reason}, 'notification_id', ${notificationId},
           'paid_at', ${event === "paid" ? at : sql`null::text`}, 'actor', ${actor},
+          'stage', ${stage},
           'customer_id', r.customer_id,
           'items', (select jsonb_agg(jsonb_build_object('product_id', i.product_id,
               'name', i.name, 'qty', i.qty, 'unit_price', i.unit_price) order by i.line)
@@ -98,9 +110,9 @@ export function orderEventWrites(
       ${deliveriesFrom(sql, sql`select ${`orders.${event}`}::text, message_id, (payload->>'order_id')::bigint, payload from order_message`)}
     ), order_timeline as (
       insert into api.order_events (order_id, type, source, notification_id, actor, detail)
-      select r.id, ${event}::text, ${source}, ${notificationId}, ${actor},
+      select r.id, ${timelineType}, ${source}, ${notificationId}, ${actor},
         jsonb_strip_nulls(jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef},
-          'note', ${note}))
+          'note', ${note}, 'provider', ${provider}, 'stage', ${stage}))
       from ${sql(rows)} r
     )`;
 }
@@ -122,8 +134,32 @@ export async function announcePaymentFailed(
     select 1`;
 }
 
-/** The kinds of timeline entry (T1): the order events, and a payment review opened or resolved. */
-export type TimelineType = OrderEventName | "review_opened" | "review_resolved";
+/**
+ * L5: a dispute is announced like a move, though nothing moves: one `orders.disputed` (per
+ * notification) and one `dispute_<stage>` timeline entry, in the caller's transaction.
+ */
+export async function announceDispute(
+  tx: Executor,
+  topology: MessageTopology,
+  orderId: number,
+  cause: Cause & { stage: DisputeStage },
+): Promise<void> {
+  const sql = clientOf(tx);
+  await sql`
+    with disputed as (select *, now() as disputed_at from api.orders where id = ${orderId}),
+    ${orderEventWrites(sql, topology, "disputed", "disputed", cause)}
+    select 1`;
+}
+
+/**
+ * The kinds of timeline entry (T1): the order events (a dispute's as `dispute_<stage>`, L5), and
+ * a payment review opened or resolved.
+ */
+export type TimelineType =
+  | Exclude<OrderEventName, "disputed">
+  | `dispute_${DisputeStage}`
+  | "review_opened"
+  | "review_resolved";
 
 const run = preparedStatements((db) => ({
   recordOnTimeline: db

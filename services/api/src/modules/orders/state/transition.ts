@@ -40,6 +40,7 @@ type MoveInput = {
   paymentRef?: string;
   actor?: string;
   note?: string;
+  provider?: string;
   expect?: { amount: number; currency: string };
 };
 
@@ -69,9 +70,10 @@ function moveStatement(
         ${column((i) => i.expect?.currency ?? null)}::text[],
         ${column((i) => i.paymentRef ?? null)}::text[],
         ${column((i) => i.actor ?? null)}::text[],
-        ${column((i) => i.note ?? null)}::text[]
+        ${column((i) => i.note ?? null)}::text[],
+        ${column((i) => i.provider ?? null)}::text[]
       ) as i(order_id, reason, notification_id, traceparent, amount, currency, payment_ref,
-        actor, note)
+        actor, note, provider)
     ), movable as (
       select o.id as order_id, i.notification_id
       from api.orders o join input i on i.order_id = o.id
@@ -88,7 +90,7 @@ function moveStatement(
       from claimed c join input i on i.order_id = c.order_id
       where o.id = c.order_id
       returning o.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
-        i.payment_ref, i.actor, i.note
+        i.payment_ref, i.actor, i.note, i.provider
     ), ${orderEventWrites(sql, topology, move.to, "moved", "per row")}
     select * from moved`;
 }

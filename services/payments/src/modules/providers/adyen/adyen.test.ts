@@ -115,7 +115,9 @@ describe("Adyen: authentication", () => {
   });
 
   test("Y1: without Basic credentials configured, the HMAC alone authenticates", async () => {
-    const noBasic = await startPayments({ env: { ADYEN_HMAC_KEYS: adyenHmacKey } });
+    const noBasic = await startPayments({
+      env: { ADYEN_HMAC_KEYS: adyenHmacKey, ADYEN_MERCHANT_ACCOUNTS: "ShopECOM" },
+    });
     try {
       const item = adyenItem(uniqueOrderId());
       const answer = await send(

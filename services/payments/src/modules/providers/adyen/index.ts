@@ -1,5 +1,4 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import type { PaymentEvent } from "@commerce/shared/contract/messages";
 import { ConfigError, Var } from "@commerce/shared/platform/env";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import {
@@ -7,6 +6,7 @@ import {
   InvalidNotificationError,
   orderIdOf,
   type ParsedNotification,
+  type PaymentMode,
   type PaymentProvider,
   type ProviderPlugin,
   parseJsonObject,
@@ -14,6 +14,7 @@ import {
   SignatureRejectedError,
   schemaErrors,
 } from "../provider";
+import { adyenMoves } from "./events";
 import {
   type AdyenBatch,
   adyenAccepted,
@@ -24,17 +25,12 @@ import {
 
 export type AdyenSettings = {
   hmacKeys: Buffer[];
+  /** G4: the shop's merchant accounts; an item of any other moves nothing. */
+  merchantAccounts: string[];
   basic: { username: string; password: string } | undefined;
 };
 
 const batchSchema = TypeCompiler.Compile(adyenBatch);
-
-/** Y2: the items that move money: event code and success, and the message each makes. */
-const moneyEvents: Record<string, PaymentEvent> = {
-  "AUTHORISATION:true": "payment.succeeded",
-  "AUTHORISATION:false": "payment.failed",
-  "REFUND:true": "payment.refunded",
-};
 
 type LooseItem = Record<string, unknown> & { amount?: Record<string, unknown> };
 
@@ -100,8 +96,22 @@ function basicCredentialsMatch(header: string | null, expected: AdyenSettings["b
   return userOk && passOk;
 }
 
-function asParsed(item: NotificationRequestItem): ParsedNotification {
+/** G4: why a batch's or an item's money is not the shop's; undefined when it is. */
+function ignoredOf(
+  batch: AdyenBatch,
+  item: NotificationRequestItem,
+  context: { mode: PaymentMode; merchantAccounts: string[] },
+): string | undefined {
+  if (batch.live !== String(context.mode === "live"))
+    return `live is ${JSON.stringify(batch.live ?? null)}; PAYMENT_MODE is ${context.mode}`;
+  if (!context.merchantAccounts.includes(item.merchantAccountCode))
+    return `merchantAccountCode ${JSON.stringify(item.merchantAccountCode)} is not in ADYEN_MERCHANT_ACCOUNTS`;
+  return undefined;
+}
+
+function asParsed(item: NotificationRequestItem, ignored: string | undefined): ParsedNotification {
   const { eventCode, pspReference, success, originalReference, merchantReference, amount } = item;
+  const move = adyenMoves.get(`${eventCode}:${success}`);
   return {
     id: `adyen:${eventCode}:${pspReference}:${success}`,
     event: eventCode,
@@ -109,7 +119,9 @@ function asParsed(item: NotificationRequestItem): ParsedNotification {
     paymentRef: originalReference || pspReference,
     amount: amount.value,
     currency: amount.currency.toUpperCase(),
-    message: moneyEvents[`${eventCode}:${success}`],
+    message: move?.message,
+    stage: move?.stage,
+    ignored: move ? ignored : undefined,
   };
 }
 
@@ -121,6 +133,13 @@ const adyenVariables = {
       expected:
         "comma-separated hexadecimal HMAC keys from Adyen's Customer Area (at least 32 hex digits each)",
       description: "Y1: Adyen's HMAC keys, any one may match; unset, Adyen's route is 404",
+    }),
+  ),
+  ADYEN_MERCHANT_ACCOUNTS: Var.optional(
+    Var.list(Var.text({ minLength: 1 }), {
+      expected: "comma-separated merchant account codes, e.g. ShopECOM",
+      description:
+        "G4: the shop's Adyen merchant accounts; an item of any other is stored without a message. Required with ADYEN_HMAC_KEYS",
     }),
   ),
   ADYEN_WEBHOOK_USERNAME: Var.optional(
@@ -139,23 +158,30 @@ export const adyen: ProviderPlugin<AdyenSettings, typeof adyenVariables> = {
     const keys = vars.ADYEN_HMAC_KEYS;
     const username = vars.ADYEN_WEBHOOK_USERNAME;
     const password = vars.ADYEN_WEBHOOK_PASSWORD;
+    const merchantAccounts = vars.ADYEN_MERCHANT_ACCOUNTS;
     if (keys === undefined) {
-      if (username !== undefined || password !== undefined)
+      if (username !== undefined || password !== undefined || merchantAccounts !== undefined)
         throw new ConfigError(
-          "ADYEN_HMAC_KEYS is required when ADYEN_WEBHOOK_USERNAME or ADYEN_WEBHOOK_PASSWORD is set",
+          "ADYEN_HMAC_KEYS is required when ADYEN_WEBHOOK_USERNAME, ADYEN_WEBHOOK_PASSWORD or ADYEN_MERCHANT_ACCOUNTS is set",
         );
       return undefined;
     }
+    // G4: without them any merchant account's signed item would move this shop's orders.
+    if (!merchantAccounts?.length)
+      throw new ConfigError(
+        "ADYEN_MERCHANT_ACCOUNTS is required when ADYEN_HMAC_KEYS is set (the shop's merchant account codes, comma-separated)",
+      );
     if ((username === undefined) !== (password === undefined))
       throw new ConfigError(
         `${username === undefined ? "ADYEN_WEBHOOK_USERNAME" : "ADYEN_WEBHOOK_PASSWORD"} must be set with the other one`,
       );
     return {
       hmacKeys: keys.map((key) => Buffer.from(key, "hex")),
+      merchantAccounts,
       basic: username && password ? { username, password } : undefined,
     };
   },
-  create: ({ hmacKeys, basic }): PaymentProvider => ({
+  create: ({ hmacKeys, basic, merchantAccounts }, { mode }): PaymentProvider => ({
     name: "adyen",
     path: "/adyen",
     bodyLimit: providerBodyLimit,
@@ -176,10 +202,15 @@ export const adyen: ProviderPlugin<AdyenSettings, typeof adyenVariables> = {
       const batch = value as AdyenBatch;
       return {
         text,
-        notifications: batch.notificationItems.map((entry) =>
-          asParsed(entry.NotificationRequestItem),
+        notifications: batch.notificationItems.map(({ NotificationRequestItem: item }) =>
+          asParsed(item, ignoredOf(batch, item, { mode, merchantAccounts })),
         ),
       };
+    },
+    claimedOrder: (body) => {
+      const items = (body as { notificationItems?: unknown }).notificationItems;
+      const first = Array.isArray(items) ? items[0]?.NotificationRequestItem : undefined;
+      return orderIdOf(first?.merchantReference ?? null);
     },
     answer: () => ({ body: "[accepted]", contentType: "text/plain; charset=utf-8" }),
     document: {
@@ -188,8 +219,11 @@ export const adyen: ProviderPlugin<AdyenSettings, typeof adyenVariables> = {
       description:
         "Adyen's JSON standard webhook as Adyen sends it. HTTP Basic credentials when " +
         "configured, then every item's additionalData.hmacSignature under ADYEN_HMAC_KEYS " +
-        "(401 and nothing stored unless all verify). AUTHORISATION (success true / false) and " +
-        "REFUND (true) move money; every other item is stored. The order is merchantReference. " +
+        "(401 and nothing stored unless all verify). AUTHORISATION (success true / false), " +
+        "REFUND and CANCEL_OR_REFUND (true) move money; NOTIFICATION_OF_CHARGEBACK, CHARGEBACK, " +
+        "CHARGEBACK_REVERSED and SECOND_CHARGEBACK make a dispute message (L5); every other item " +
+        "is stored, and so is one of a batch whose live is not PAYMENT_MODE's or of a merchant " +
+        "account not in ADYEN_MERCHANT_ACCOUNTS (G4), without a message. The order is merchantReference. " +
         "The batch is stored in one transaction; the answer is [accepted]. 404 when " +
         "ADYEN_HMAC_KEYS is not set.",
       security: adyenSecurity,

@@ -1,8 +1,9 @@
-import { paymentEvents } from "@commerce/shared/contract/messages";
+import type { PaymentEvent } from "@commerce/shared/contract/messages";
 import { signatureHeader, verifySignature } from "@commerce/shared/contract/signature";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import {
   InvalidNotificationError,
+  orderIdOf,
   type ParsedNotification,
   type PaymentProvider,
   parseJsonObject,
@@ -19,6 +20,9 @@ import {
 } from "./model";
 
 const notificationSchema = TypeCompiler.Compile(paymentNotification);
+
+/** W5: the events of the seed's format that make a message. */
+const genericEvents: PaymentEvent[] = ["payment.succeeded", "payment.refunded", "payment.failed"];
 
 /** W3: the body as a notification, or 400 naming every offending field. */
 export function parseGeneric(rawBody: Uint8Array): {
@@ -64,9 +68,8 @@ function asParsed(notification: PaymentNotification): ParsedNotification {
     paymentRef: id,
     amount: notification.amount,
     currency: notification.currency,
-    message: Object.hasOwn(paymentEvents, notification.event)
-      ? (notification.event as keyof typeof paymentEvents)
-      : undefined,
+    // The seed's format knows these three; disputes come from Stripe and Adyen only (L5).
+    message: genericEvents.find((event) => event === notification.event),
   };
 }
 
@@ -94,6 +97,7 @@ export const generic = {
       const { notification, text } = parseGeneric(rawBody);
       return { text, notifications: [asParsed(notification)] };
     },
+    claimedOrder: (body) => orderIdOf((body as { order_id?: unknown }).order_id),
     answer: ({ duplicate }) => ({
       body: duplicate ? { received: true, duplicate: true } : { received: true },
     }),

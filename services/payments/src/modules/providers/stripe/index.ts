@@ -1,4 +1,3 @@
-import type { PaymentEvent } from "@commerce/shared/contract/messages";
 import { verifySignature } from "@commerce/shared/contract/signature";
 import { Var } from "@commerce/shared/platform/env";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
@@ -6,6 +5,7 @@ import {
   InvalidNotificationError,
   orderIdOf,
   type ParsedNotification,
+  type PaymentMode,
   type PaymentProvider,
   type ProviderPlugin,
   parseJsonObject,
@@ -14,36 +14,16 @@ import {
   schemaErrors,
   storable,
 } from "../provider";
+import { moneyEvents } from "./events";
 import { moneyOf, type StripeEvent, stripeEvent, stripeReceived, stripeSecurity } from "./model";
 
 export type StripeSettings = { secrets: string[] };
 
 type StripeObject = Record<string, unknown>;
 
-/** S3: which events move money, the message each makes and where its amount is. */
-const moneyEvents: Record<
-  string,
-  { message: PaymentEvent; amount: string; when?: (object: StripeObject) => boolean }
-> = {
-  "payment_intent.succeeded": { message: "payment.succeeded", amount: "amount_received" },
-  "checkout.session.completed": {
-    message: "payment.succeeded",
-    amount: "amount_total",
-    // Delayed methods (bank debits) complete unpaid; async_payment_succeeded follows.
-    when: (session) => session.payment_status === "paid",
-  },
-  "checkout.session.async_payment_succeeded": {
-    message: "payment.succeeded",
-    amount: "amount_total",
-  },
-  "payment_intent.payment_failed": { message: "payment.failed", amount: "amount" },
-  "checkout.session.async_payment_failed": { message: "payment.failed", amount: "amount_total" },
-  "charge.refunded": { message: "payment.refunded", amount: "amount_refunded" },
-};
-
 const eventSchema = TypeCompiler.Compile(stripeEvent);
-const moneySchemas = Object.fromEntries(
-  Object.values(moneyEvents).map(({ amount }) => [amount, TypeCompiler.Compile(moneyOf(amount))]),
+const moneySchemas = new Map(
+  [...moneyEvents.values()].map(({ amount }) => [amount, TypeCompiler.Compile(moneyOf(amount))]),
 );
 
 /** Stripe's ids are short printable ASCII; anything else is not one (and never reaches a message). */
@@ -58,6 +38,8 @@ const idOf = (value: unknown): string | null => {
 /** S3: the PaymentIntent a notification is about: the object itself, or the one it names. */
 function paymentIntentOf(object: StripeObject): string | null {
   if (object.object === "payment_intent") return idOf(object.id);
+  // L5: a Dispute names its PaymentIntent, and always its Charge.
+  if (object.object === "dispute") return idOf(object.payment_intent) ?? idOf(object.charge);
   return idOf(object.payment_intent) ?? idOf(object.id);
 }
 
@@ -68,12 +50,20 @@ function orderOf(object: StripeObject): number | null {
   return orderIdOf(fromMetadata ?? object.client_reference_id ?? null);
 }
 
-function asParsed(event: StripeEvent): ParsedNotification {
+/** G4: why an event of the other mode's money moves nothing; undefined when it is the shop's. */
+function otherMode(event: StripeEvent, mode: PaymentMode): string | undefined {
+  const { livemode } = event as { livemode?: unknown };
+  if (livemode === (mode === "live")) return undefined;
+  return `livemode is ${JSON.stringify(livemode ?? null)}; PAYMENT_MODE is ${mode}`;
+}
+
+function asParsed(event: StripeEvent, mode: PaymentMode): ParsedNotification {
   const object = event.data.object as StripeObject;
-  const money = moneyEvents[event.type];
+  const money = moneyEvents.get(event.type);
   const moves = money !== undefined && (money.when?.(object) ?? true);
-  if (moves) {
-    const errors = schemaErrors(moneySchemas[money.amount], object);
+  const check = money && moves ? moneySchemas.get(money.amount) : undefined;
+  if (check) {
+    const errors = schemaErrors(check, object);
     if (errors.length)
       throw new InvalidNotificationError("invalid_schema", "The request body is invalid", errors, {
         event: event.type,
@@ -91,7 +81,9 @@ function asParsed(event: StripeEvent): ParsedNotification {
       typeof currency === "string" && /^[A-Za-z]{3}$/.test(currency)
         ? currency.toUpperCase()
         : null,
-    message: moves ? money.message : undefined,
+    message: moves ? money?.message : undefined,
+    stage: moves ? money?.stage?.(object) : undefined,
+    ignored: moves ? otherMode(event, mode) : undefined,
   };
 }
 
@@ -112,7 +104,7 @@ export const stripe: ProviderPlugin<StripeSettings, typeof stripeVariables> = {
   name: "stripe",
   variables: stripeVariables,
   settingsFrom: ({ STRIPE_WEBHOOK_SECRETS: secrets }) => (secrets ? { secrets } : undefined),
-  create: ({ secrets }, toleranceSeconds): PaymentProvider => ({
+  create: ({ secrets }, { toleranceSeconds, mode }): PaymentProvider => ({
     name: "stripe",
     path: "/stripe",
     bodyLimit: providerBodyLimit,
@@ -132,7 +124,11 @@ export const stripe: ProviderPlugin<StripeSettings, typeof stripeVariables> = {
         });
       if (errors.length)
         throw new InvalidNotificationError("invalid_schema", "The request body is invalid", errors);
-      return { text, notifications: [asParsed(value as StripeEvent)] };
+      return { text, notifications: [asParsed(value as StripeEvent, mode)] };
+    },
+    claimedOrder: (body) => {
+      const object = (body as { data?: { object?: unknown } }).data?.object;
+      return typeof object === "object" && object !== null ? orderOf(object as StripeObject) : null;
     },
     answer: ({ duplicate }) => ({
       body: duplicate ? { received: true, duplicate: true } : { received: true },
@@ -144,8 +140,9 @@ export const stripe: ProviderPlugin<StripeSettings, typeof stripeVariables> = {
         "Stripe's events as Stripe sends them, verified by Stripe-Signature under " +
         "STRIPE_WEBHOOK_SECRETS (401). payment_intent.succeeded, checkout.session.completed " +
         "(paid), checkout.session.async_payment_succeeded / _failed, payment_intent." +
-        "payment_failed and charge.refunded move money; every other event is stored and " +
-        "answered 200. The order is data.object.metadata.order_id, else client_reference_id. " +
+        "payment_failed and charge.refunded move money, charge.dispute.created / closed make a " +
+        "dispute message (L5); every other event is stored and answered 200, and so is an " +
+        "event whose livemode is not PAYMENT_MODE's (G4), without a message. The order is data.object.metadata.order_id, else client_reference_id. " +
         "404 when STRIPE_WEBHOOK_SECRETS is not set.",
       security: stripeSecurity,
       requestSchema: stripeEvent,

@@ -50,7 +50,8 @@ const stored = (id: string) =>
     from payments.notifications where id = ${id}`;
 const messages = (id: string) =>
   payments.sql<{ subject: string; payload: any }[]>`
-    select subject, payload from payments.outbox where payload->>'notification_id' = ${id}`;
+    select subject, payload from payments.outbox
+    where payload->>'notification_id' = ${`stripe:${id}`}`;
 
 describe("Stripe: authentication", () => {
   test("S1, G1: an event signed by Stripe's own library, pretty-printed, application/json; charset=utf-8, is accepted and stored as sent", async () => {
@@ -128,7 +129,8 @@ describe("Stripe: events as notifications", () => {
     const [message] = await messages(event.id);
     expect(message.subject).toBe(payments.topology.payments.orderPaid);
     expect(message.payload).toMatchObject({
-      notification_id: event.id,
+      // G5: the message names the notification by its provider and id.
+      notification_id: `stripe:${event.id}`,
       order_id: orderId,
       amount: 2500,
       currency: "EUR",
@@ -205,7 +207,7 @@ describe("Stripe: events as notifications", () => {
   test("G2: every other Stripe event is stored and answered 200 without a message", async () => {
     for (const event of [
       stripeEvent("customer.created", { id: "cus_9", object: "customer", metadata: {} }),
-      stripeEvent("charge.dispute.created", {
+      stripeEvent("charge.dispute.funds_withdrawn", {
         id: "dp_1",
         object: "dispute",
         amount: 1999,

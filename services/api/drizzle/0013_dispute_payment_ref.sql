@@ -1,0 +1,1 @@
+CREATE INDEX "order_events_paid_payment_ref_idx" ON "api"."order_events" USING btree (("detail"->>'payment_ref')) WHERE "api"."order_events"."type" = 'paid';

@@ -1,0 +1,65 @@
+import { isoTimestamp, type Sql } from "@commerce/shared/platform/database";
+import type { RefusalGroup } from "./model";
+import { examplesKept, type RefusalExample } from "./tally";
+
+/** The route reads this far back at most (V4). */
+const windowHours = 24;
+
+/**
+ * V4: the refusals since `since` (at most 24 hours back), every replica's, by provider and reason,
+ * with the latest few examples; with `orderId`, only the groups with an example claiming that
+ * order, and only those examples.
+ */
+export async function listRefusals(
+  sql: Sql,
+  { since, orderId }: { since?: Date; orderId?: number },
+): Promise<RefusalGroup[]> {
+  const floor = new Date(Date.now() - windowHours * 3600_000);
+  const from = since && since > floor ? since : floor;
+  const rows = await sql<
+    {
+      provider: string;
+      reason: string;
+      count: string;
+      first_at: string;
+      last_at: string;
+      examples: RefusalExample[];
+    }[]
+  >`
+    with kept as (
+      select * from payments.refused_notifications
+      where minute >= date_trunc('minute', ${from}::timestamptz) and last_at >= ${from}::timestamptz
+    ), example as (
+      select provider, reason, e.value as value
+      from kept, jsonb_array_elements(kept.examples) as e
+      where (e.value->>'at')::timestamptz >= ${from}::timestamptz
+        ${orderId === undefined ? sql`` : sql`and e.value->>'order_id' = ${String(orderId)}`}
+    ), latest as (
+      select provider, reason,
+        jsonb_agg(value order by value->>'at' desc) filter (where n <= ${examplesKept}) as examples
+      from (
+        select *, row_number() over (partition by provider, reason order by value->>'at' desc) as n
+        from example
+      ) as ranked
+      group by provider, reason
+    ), grouped as (
+      select k.provider, k.reason, sum(k.count)::text as count, min(k.first_at) as first_at,
+        max(k.last_at) as last_at, coalesce(l.examples, '[]'::jsonb) as examples
+      from kept k left join latest l using (provider, reason)
+      ${orderId === undefined ? sql`` : sql`where l.examples is not null`}
+      group by k.provider, k.reason, l.examples
+    )
+    select provider, reason, count, ${isoTimestamp(sql, "first_at")} as first_at,
+      ${isoTimestamp(sql, "last_at")} as last_at, examples
+    from grouped order by grouped.last_at desc, provider, reason`;
+  return rows.map((row) => ({ ...row, count: Number(row.count) }));
+}
+
+/** V4: refusals of the last hour, every replica's, for the payments status line. */
+export async function refusedLastHour(sql: Sql): Promise<number> {
+  const [row] = await sql<{ count: string | null }[]>`
+    select sum(count)::text as count from payments.refused_notifications
+    where minute >= date_trunc('minute', now() - interval '1 hour')
+      and last_at >= now() - interval '1 hour'`;
+  return Number(row?.count ?? 0);
+}
