@@ -27,6 +27,8 @@ export type DeliveryInput = {
 const randomId = (prefix: string) =>
   `${prefix}_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
 const firstOf = (list: string | undefined) => list?.split(",")[0]?.trim() || undefined;
+/** G4: the money the payments service moves orders for: test unless PAYMENT_MODE says live. */
+const live = () => process.env.PAYMENT_MODE?.trim().toLowerCase() === "live";
 
 /** The object a Stripe event of `type` carries, with the fields Stripe sends. */
 function stripeObject(type: string, input: DeliveryInput, intentId: string) {
@@ -44,6 +46,20 @@ function stripeObject(type: string, input: DeliveryInput, intentId: string) {
       payment_intent: intentId,
       payment_status: type.endsWith("failed") ? "unpaid" : "paid",
       status: "complete",
+    };
+  // L5: a Dispute names the PaymentIntent (--payment-ref), not the order; closed is won unless
+  // --success false.
+  if (type.startsWith("charge.dispute."))
+    return {
+      id: randomId("dp"),
+      object: "dispute",
+      amount: input.amount,
+      charge: randomId("ch"),
+      currency,
+      metadata: {},
+      payment_intent: intentId,
+      reason: "fraudulent",
+      status: type.endsWith(".closed") ? (input.success ? "won" : "lost") : "needs_response",
     };
   if (type.startsWith("charge."))
     return {
@@ -79,7 +95,7 @@ export function stripeDelivery(input: DeliveryInput): Delivery {
     api_version: "2025-09-30.clover",
     created: Math.floor(Date.now() / 1000),
     data: { object: stripeObject(type, input, input.paymentRef ?? randomId("pi")) },
-    livemode: false,
+    livemode: live(),
     pending_webhooks: 1,
     request: { id: null, idempotency_key: null },
     type,
@@ -113,7 +129,10 @@ export function adyenDelivery(input: DeliveryInput): Delivery {
     amount: { currency: input.currency, value: input.amount },
     eventCode,
     eventDate: new Date().toISOString(),
-    merchantAccountCode: "ShopECOM",
+    // G4: an item of another merchant account moves nothing.
+    merchantAccountCode:
+      firstOf(process.env.ADYEN_MERCHANT_ACCOUNTS) ??
+      fail("ADYEN_MERCHANT_ACCOUNTS is not set (the merchant account the payments service accepts)"),
     merchantReference: String(input.orderId),
     pspReference,
     success: String(input.success),
@@ -126,7 +145,7 @@ export function adyenDelivery(input: DeliveryInput): Delivery {
     key,
   );
   const body = JSON.stringify({
-    live: "false",
+    live: String(live()),
     notificationItems: [{ NotificationRequestItem: item }],
   });
   const { ADYEN_WEBHOOK_USERNAME: user, ADYEN_WEBHOOK_PASSWORD: password } = process.env;

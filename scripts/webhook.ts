@@ -13,7 +13,12 @@
  * checkout.session.completed, charge.refunded, payment_intent.payment_failed, ...) signed with
  * STRIPE_WEBHOOK_SECRETS; `--provider adyen` an Adyen batch of one item (default AUTHORISATION;
  * REFUND with --payment-ref the payment's pspReference) signed with ADYEN_HMAC_KEYS, with Basic
- * credentials when ADYEN_WEBHOOK_USERNAME / _PASSWORD are set. See scripts/provider-deliveries.ts.
+ * credentials when ADYEN_WEBHOOK_USERNAME / _PASSWORD are set, of the first of
+ * ADYEN_MERCHANT_ACCOUNTS. Both follow PAYMENT_MODE (livemode, live; G4). Disputes (L5):
+ * `--event charge.dispute.created` / `charge.dispute.closed` (won; lost with --success false)
+ * with --payment-ref the PaymentIntent; Adyen `--event NOTIFICATION_OF_CHARGEBACK`, CHARGEBACK,
+ * CHARGEBACK_REVERSED, SECOND_CHARGEBACK or CANCEL_OR_REFUND with --payment-ref the payment's
+ * pspReference. See scripts/provider-deliveries.ts.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";

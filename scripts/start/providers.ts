@@ -2,6 +2,9 @@
 
 /** G1: Stripe's and Adyen's settings, passed to payments only. */
 export const providerVariables = [
+  // G4: whose money moves orders, and the shop's Adyen merchant accounts.
+  "PAYMENT_MODE",
+  "ADYEN_MERCHANT_ACCOUNTS",
   "STRIPE_WEBHOOK_SECRETS",
   "ADYEN_HMAC_KEYS",
   "ADYEN_WEBHOOK_USERNAME",

@@ -180,7 +180,7 @@ describe("notifications identified by provider and id (G5)", () => {
     await stack.paid(second.order_id, 20_000);
     const keys = await stack.sql<{ key: string; provider: string }[]>`
       select key, provider from payments.notifications where id = ${event.id} order by provider`;
-    expect(keys).toEqual([
+    expect([...keys]).toEqual([
       { key: event.id, provider: "generic" },
       { key: `stripe:${event.id}`, provider: "stripe" },
     ]);

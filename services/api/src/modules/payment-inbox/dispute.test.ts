@@ -29,9 +29,10 @@ const status = async (id: number) =>
 const timeline = (id: number) =>
   api.sql<{ type: string; notification_id: string | null; detail: Record<string, unknown> }[]>`
     select type, notification_id, detail from api.order_events where order_id = ${id} order by id`;
-const reviews = (id: number) =>
-  api.sql<{ reason: string; event: string }[]>`
-    select reason, event from api.payment_reviews where order_id = ${id} order by id`;
+const reviews = async (id: number) => [
+  ...(await api.sql<{ reason: string; event: string }[]>`
+    select reason, event from api.payment_reviews where order_id = ${id} order by id`),
+];
 const disputedEvents = (id: number) =>
   api.sql<{ message_id: string; payload: unknown }[]>`
     select message_id, payload from api.outbox
@@ -60,9 +61,9 @@ describe("disputes and chargebacks (L5)", () => {
   test("L5, M3: a dispute opened finds the order its payment paid: dispute_opened, an orders.disputed event, a review dispute; the status stays paid", async () => {
     const order = await newOrder();
     const ref = unique("pi");
-    expect(await succeeded(paymentMessageFor(order, { provider: "stripe", payment_ref: ref }))).toBe(
-      "paid",
-    );
+    expect(
+      await succeeded(paymentMessageFor(order, { provider: "stripe", payment_ref: ref })),
+    ).toBe("paid");
     const opened = dispute("opened", ref);
     expect(await disputed(opened)).toEqual({ outcome: "dispute_opened", orderId: order.order_id });
     expect(await status(order.order_id)).toBe("paid");
@@ -79,7 +80,9 @@ describe("disputes and chargebacks (L5)", () => {
       detail: { payment_ref: ref, provider: "stripe", stage: "opened" },
     });
     expect(entries[3].detail).toMatchObject({ reason: "dispute", stage: "opened" });
-    expect(await reviews(order.order_id)).toEqual([{ reason: "dispute", event: "payment.disputed" }]);
+    expect(await reviews(order.order_id)).toEqual([
+      { reason: "dispute", event: "payment.disputed" },
+    ]);
     const [event] = await disputedEvents(order.order_id);
     expect(event.message_id).toBe(`order-disputed-${opened.notification_id}`);
     expect(parseOrderEvent(event.payload)).toBeDefined();
@@ -139,9 +142,9 @@ describe("payment references within one provider (G5)", () => {
     const order = await newOrder();
     const ref = unique("pi");
     // The generic format's reference is its id, which the sender chooses.
-    expect(await succeeded(paymentMessageFor(order, { notification_id: ref, payment_ref: ref }))).toBe(
-      "paid",
-    );
+    expect(
+      await succeeded(paymentMessageFor(order, { notification_id: ref, payment_ref: ref })),
+    ).toBe("paid");
     const stripe = paymentMessageFor(order, { provider: "stripe", payment_ref: ref });
     expect(await succeeded(stripe)).toBe("duplicate_payment");
     expect((await reviews(order.order_id)).map((review) => review.reason)).toEqual([

@@ -28,11 +28,11 @@ export async function listRefusals(
   >`
     with kept as (
       select * from payments.refused_notifications
-      where minute >= date_trunc('minute', ${from}::timestamptz) and last_at >= ${from}::timestamptz
+      where minute >= date_trunc('minute', ${from.toISOString()}::timestamptz) and last_at >= ${from.toISOString()}::timestamptz
     ), example as (
       select provider, reason, e.value as value
       from kept, jsonb_array_elements(kept.examples) as e
-      where (e.value->>'at')::timestamptz >= ${from}::timestamptz
+      where (e.value->>'at')::timestamptz >= ${from.toISOString()}::timestamptz
         ${orderId === undefined ? sql`` : sql`and e.value->>'order_id' = ${String(orderId)}`}
     ), latest as (
       select provider, reason,
