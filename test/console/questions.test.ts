@@ -373,10 +373,13 @@ describe("U7, U5 the new views at both widths", () => {
   test("U7, U5 no serious or critical axe violation on the order page, audit, endpoint, webhook list and set-aside views, at 1280 and 390 px (screenshots)", async () => {
     const warehouse = await receiver(() => ({ status: 500, body: "down" }));
     const id = await endpointFor(warehouse, "Warehouse");
+    // "Why is order N not paid?": an amount that differs (an open review) and a refused payment.
     const order = await con.stack.newOrder(3250, 2);
     await con.stack.notify(succeeded(order, { amount: 100 }));
     await con.stack.notify(succeeded(order), { secret: "whsec_mistyped" });
-    await con.stack.callApi("PATCH", `/api/orders/${order.order_id}`, con.stack.admin, {
+    // "Who did this, and why?": a manual cancel with a note.
+    const cancelled = await con.stack.newOrder(1200);
+    await con.stack.callApi("PATCH", `/api/orders/${cancelled.order_id}`, con.stack.admin, {
       status: "cancelled",
       note: "Customer changed their mind (ticket 4411)",
     });
@@ -386,7 +389,19 @@ describe("U7, U5 the new views at both widths", () => {
       "a failed attempt",
     );
     await con.everyWidth(`/console/orders/${order.order_id}`, "order-questions", (page) =>
-      section(page, "Webhook deliveries"),
+      eventually(
+        async () => {
+          await page.reload();
+          await section(page, "Webhook deliveries");
+          const refused = await text(await section(page, "Refused by payments"));
+          return refused.includes("Signature does not match") ? true : undefined;
+        },
+        30_000,
+        "the order page with its refusal",
+      ),
+    );
+    await con.everyWidth(`/console/orders/${cancelled.order_id}`, "order-note", (page) =>
+      sees(page, "ticket 4411"),
     );
     await con.everyWidth("/console/audit", "audit", (page) => heading(page, "Audit log"));
     await con.everyWidth(`/console/webhooks/${id}`, "endpoint-recovery", (page) =>
