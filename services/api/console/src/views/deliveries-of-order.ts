@@ -51,7 +51,7 @@ export async function deliveriesOfOrder(place: Element, orderId: number) {
             : null,
         ),
         table(
-          ["Event", "Status", "Attempts", "Last status code", "Next attempt", ""],
+          ["Event", "Status", "Attempts", "Last status code", "Next attempt", "Action"],
           deliveries.map((delivery) => [
             delivery.event_type,
             badge(delivery.status),

@@ -13,22 +13,29 @@ type Refusal = {
   examples: Example[];
 };
 
-/** V4's reasons as an operator reads them, with what usually causes each. */
-const reasonWords: Record<string, string> = {
-  signature_mismatch:
-    "Signature does not match: the webhook secret is wrong (rotated or mistyped), or the body was changed on the way",
-  signature_missing: "No signature header: not sent by the provider, or a proxy dropped the header",
-  signature_malformed: "Signature header malformed",
-  signature_stale: "Signature too old: a replay, or the sender's clock is behind",
-  signature_future: "Signature dated in the future: the sender's clock is ahead",
-  credentials: "Wrong basic-auth credentials for the provider's webhook",
-  invalid_json: "Body is not JSON",
-  invalid_schema: "Body is not a notification this provider sends",
-  too_large: "Body too large",
-  unsupported_media_type: "Not sent as JSON (content type)",
+/** V4's reasons as an operator reads them: a short name, and what usually causes it. */
+const reasonWords: Record<string, [string, string]> = {
+  signature_mismatch: [
+    "Signature does not match",
+    "The webhook secret is wrong (rotated at the provider or mistyped in PAYMENT_WEBHOOK_SECRETS), or the body was changed on the way.",
+  ],
+  signature_missing: [
+    "No signature",
+    "Not sent by the provider, or a proxy dropped the signature header.",
+  ],
+  signature_malformed: ["Signature header malformed", "Not a signature the provider writes."],
+  signature_stale: ["Signature too old", "A replayed request, or the sender's clock is behind."],
+  signature_future: ["Signature dated in the future", "The sender's clock is ahead."],
+  credentials: ["Wrong credentials", "The provider's basic-auth user or password is wrong."],
+  invalid_json: ["Body is not JSON", "Not a notification at all."],
+  invalid_schema: ["Not a notification", "A body this provider never sends."],
+  too_large: ["Body too large", "Larger than a notification may be."],
+  unsupported_media_type: ["Not JSON", "Sent with another content type."],
 };
 
-export const reasonInWords = (reason: string) => reasonWords[reason] ?? reason.replaceAll("_", " ");
+export const reasonInWords = (reason: string) =>
+  reasonWords[reason]?.[0] ?? reason.replaceAll("_", " ");
+const reasonExplained = (reason: string) => reasonWords[reason]?.[1];
 
 /** V4: payments' refusals of the last 24 hours, or only those that name `orderId`. */
 async function refusals(orderId?: number): Promise<Refusal[] | undefined> {
@@ -46,18 +53,17 @@ async function refusals(orderId?: number): Promise<Refusal[] | undefined> {
 const noPayments = () =>
   empty("Not shown: the api has no PAYMENTS_PUBLIC_URL, so the console cannot reach payments.");
 
-function examplesTable(examples: Example[], caption: string) {
+function examplesTable(examples: Example[]) {
   return table(
-    ["At", "From", "Order", "Reason"],
+    ["At", "From", "Order"],
     examples.map((example) => [
       time(example.at),
       h("code", {}, example.source_ip),
       example.order_id === null
         ? "—"
         : link(`/console/orders/${example.order_id}`, `Order ${example.order_id}`),
-      reasonInWords(example.reason),
     ]),
-    caption,
+    "Latest examples",
   );
 }
 
@@ -84,7 +90,7 @@ function refusalCard(refusal: Refusal) {
       [h("dt", {}, "Last"), h("dd", {}, time(refusal.last_at))],
       [h("dt", {}, "Reason code"), h("dd", {}, h("code", {}, refusal.reason))],
     ),
-    refusal.examples.length ? examplesTable(refusal.examples, `Latest examples: ${title}`) : null,
+    refusal.examples.length ? examplesTable(refusal.examples) : null,
   );
 }
 
@@ -130,7 +136,10 @@ export async function refusalsOfOrder(place: Element, orderId: number) {
             examples.map((example) => [
               time(example.at),
               example.provider,
-              reasonInWords(example.reason),
+              [
+                h("strong", {}, reasonInWords(example.reason)),
+                reasonExplained(example.reason) ? `: ${reasonExplained(example.reason)}` : null,
+              ],
               h("code", {}, example.source_ip),
             ]),
             `Refused notifications of order ${orderId}`,
