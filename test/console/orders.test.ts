@@ -117,6 +117,9 @@ describe("U3 orders", () => {
     expect(details).toEqual([
       "reason",
       "mismatch",
+      // G5: whose payment reference it is.
+      "provider",
+      "generic",
       "review",
       `Review ${review}`,
       "payment ref",

@@ -136,13 +136,24 @@ export async function refusalsOfOrder(place: Element, orderId: number) {
             examples.map((example) => [
               time(example.at),
               example.provider,
-              [
-                h("strong", {}, reasonInWords(example.reason)),
-                reasonExplained(example.reason) ? `: ${reasonExplained(example.reason)}` : null,
-              ],
+              reasonInWords(example.reason),
               h("code", {}, example.source_ip),
             ]),
             `Refused notifications of order ${orderId}`,
+          ),
+          h(
+            "ul",
+            { class: "causes" },
+            [...new Set(examples.map((example) => example.reason))].map((reason) =>
+              reasonExplained(reason)
+                ? h(
+                    "li",
+                    {},
+                    h("strong", {}, reasonInWords(reason)),
+                    `: ${reasonExplained(reason)}`,
+                  )
+                : null,
+            ),
           ),
           h("p", {}, link("/console/refusals", "All refused notifications")),
         )
