@@ -72,13 +72,8 @@ function refusalCard(refusal: Refusal) {
   return h(
     "article",
     { class: "card", "aria-label": title },
-    h(
-      "h2",
-      {},
-      h("span", { class: "provider" }, refusal.provider),
-      ": ",
-      reasonInWords(refusal.reason),
-    ),
+    h("h2", {}, title),
+    reasonExplained(refusal.reason) ? h("p", {}, reasonExplained(refusal.reason)) : null,
     h(
       "dl",
       { class: "facts" },
