@@ -2,7 +2,7 @@
 # One service's compiled binary (`npm run build`) on a minimal glibc image, as a non-root user:
 #   docker build --build-arg SERVICE=api -t commerce-api .
 #   docker build --build-arg SERVICE=payments -t commerce-payments .
-# The binary reads only its environment (README, "Configuration") and carries its migrations.
+# The binary reads only its environment (docs/configuration.md) and carries its migrations.
 ARG SERVICE=api
 
 FROM node:22-bookworm-slim AS build

@@ -11,11 +11,14 @@
  *   BENCH_ONLY=burst npm run bench     # only the burst row
  *   BENCH_ONLY=scale npm run bench     # only the scale row (list latency, 10k to 1M rows)
  *   BENCH_ONLY=soak npm run bench      # only the 5-minute soak row (O9; bench/scenarios/soak.ts)
+ *   npm run bench -- report [dir]      # docs/benchmarks.md's current figures from a saved full run
+ *
+ * A full run (no BENCH_ONLY) also rewrites docs/benchmarks.md's current figures from its results.
  *
  * This file only picks the rows (bench/scenarios/, one file each), runs them, writes what they
  * report into the run's directory and cleans up after them.
  */
-import { readdirSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { messageTopology, orderEventNames, streamsOf } from "@commerce/shared/contract/messages";
 import { connect } from "nats";
 import {
@@ -30,6 +33,7 @@ import {
   settings,
   sql,
 } from "./context";
+import { lastRunDir, refreshCurrentFigures } from "./current-figures";
 import { ensureWrk, natsUrl, root, running, say, stop } from "./harness";
 import { findPostmaster, type Machine, machine } from "./machine";
 import { burstRow } from "./scenarios/bursts";
@@ -79,10 +83,24 @@ async function main() {
   await sql.unsafe("vacuum (analyze)");
   const row = (only && rows[only]) || fullRun;
   report(await withAutovacuum(() => row(host)));
+  if (row === fullRun) {
+    refreshCurrentFigures(runDir, currentFiguresDoc);
+    say(`current figures in ${currentFiguresDoc} rewritten from this run`);
+  }
+}
+
+const currentFiguresDoc = `${root}/docs/benchmarks.md`;
+
+/** `npm run bench -- report [dir]`: the current figures from a saved full run; measures nothing. */
+function reportOnly(dir = lastRunDir()) {
+  rmdirSync(runDir); // this invocation's own run directory, made on import and still empty
+  if (!dir) throw new Error("no saved full run (a commerce-bench-* directory with results.json)");
+  refreshCurrentFigures(dir, currentFiguresDoc);
+  say(`current figures in ${currentFiguresDoc} rewritten from ${dir}/results.json`);
 }
 
 /**
- * Production runs PostgreSQL with autovacuum (the README says it must stay on); this machine's
+ * Production runs PostgreSQL with autovacuum (docs/operations.md says it must stay on); this machine's
  * server has it off, and minutes of writes then bloat the tables every read scans, so a soak
  * would measure the missing vacuum, not the services. On for the run, the server's own setting
  * back at the end.
@@ -153,6 +171,12 @@ const finish = async () => {
     for (const file of readdirSync(runDir))
       if (file.endsWith(".log") || file.endsWith(".txt")) rmSync(`${runDir}/${file}`);
 };
+
+if (process.argv[2] === "report") {
+  reportOnly(process.argv[3]);
+  await sql.end({ timeout: 5 });
+  process.exit(0);
+}
 
 try {
   await main();

@@ -17,6 +17,7 @@ import {
   settings,
   startApi,
 } from "../context";
+import { commitOf } from "../current-figures";
 import { catalog, placeOrders, writeDataFiles } from "../data";
 import {
   customers,
@@ -24,6 +25,7 @@ import {
   jwtSecret,
   paymentsEnv,
   readConnections,
+  root,
   say,
   stop,
   threads,
@@ -112,6 +114,7 @@ export async function fullRun(host: Machine): Promise<Outcome> {
   const results = {
     run: runId,
     at: new Date().toISOString(),
+    commit: commitOf(root),
     mode,
     settings: {
       seconds: settings.seconds,

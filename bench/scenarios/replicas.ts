@@ -1,5 +1,5 @@
 /**
- * Throughput with 1, 2 and 3 api replicas (M4) on this machine, for the README's scaling section:
+ * Throughput with 1, 2 and 3 api replicas (M4) on this machine, for docs/operations.md's scaling section:
  * product reads and order creation (one wrk per replica at once, the connections split between
  * them, as a load balancer would), and the async path (a burst of notifications paid through one
  * payments process while the replicas share the durable consumer). Runs the compiled binaries:

@@ -369,8 +369,11 @@ describe("disabling and recovery (H3)", () => {
       expect(new Set(hook.received.map((r) => r.id))).toEqual(
         new Set([`order-created-${order.json.order_id}`]),
       );
-      const done = await quick.callApi("GET", `${deliveries}?status=succeeded`, quick.admin);
-      expect(done.json.total).toBe(1);
+      // The receiver has its answer before the api records it.
+      await eventually(async () => {
+        const done = await quick.callApi("GET", `${deliveries}?status=succeeded`, quick.admin);
+        return done.json.total === 1 ? true : undefined;
+      });
     } finally {
       await quick.stop();
       await own.drop();
@@ -476,6 +479,13 @@ describe("seeing deliveries (H4, U7)", () => {
       "a failing endpoint on the health line",
     );
     expect(status.oldest_pending_delivery_seconds).toBeGreaterThanOrEqual(0);
+    // The endpoint list shows which endpoint fails now.
+    expect((await call("GET", `/api/webhook-endpoints/${mail.id}`)).json.failing_since).toEqual(
+      expect.any(String),
+    );
+    expect((await call("GET", `/api/webhook-endpoints/${warehouse.id}`)).json.failing_since).toBe(
+      null,
+    );
     await call("PATCH", `/api/webhook-endpoints/${mail.id}`, { status: "disabled" });
     const [{ disabled }] = await stack.sql`
       select count(*)::int as disabled from api.webhook_endpoints where status = 'disabled'`;

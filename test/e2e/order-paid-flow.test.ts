@@ -172,7 +172,9 @@ describe("order paid, end to end over NATS JetStream", () => {
   test("R5: a manual PATCH racing the webhook gives one move and one orders.paid", async () => {
     const order = await newOrder();
     const [patch, hook] = await Promise.all([
-      admin.api.orders({ order_id: order.order_id }).patch({ status: "paid" }),
+      admin.api
+        .orders({ order_id: order.order_id })
+        .patch({ status: "paid", note: "paid by bank transfer" }),
       notify(succeeded(order)),
     ]);
     expect(patch.status).toBe(200);

@@ -76,7 +76,7 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
 const screenshots = new URL("../../docs/console/", import.meta.url).pathname;
 
 /**
- * With CONSOLE_SCREENSHOTS=1, the page as it is now into docs/console/<name>.png (the README
+ * With CONSOLE_SCREENSHOTS=1, the page as it is now into docs/console/<name>.png (docs/integrations/console.md
  * shows them); otherwise nothing, so a test run leaves the tree as it found it.
  */
 export async function screenshot(page: Page, name: string): Promise<void> {

@@ -1,4 +1,5 @@
 import type { MessageTopology, PaymentMessage } from "@commerce/shared/contract/messages";
+import { GroupCommitQueue } from "@commerce/shared/platform/group-commit";
 import type { TraceContext } from "@commerce/shared/platform/tracing";
 import type { Database } from "../../db";
 import { transitionMany } from "../orders/state/transition";
@@ -57,54 +58,26 @@ export async function payInOneStatement(
 }
 
 /**
- * Gathers the payments that arrive while a batch statement runs into the next one (M5): at a
- * trickle each payment is its own batch, right away; in a burst the batches grow, so the
- * statements per payment fall as the load rises. At most `statements` batches run at once.
+ * Gathers the payments that arrive while a batch statement runs into the next one (M5,
+ * `GroupCommitQueue`): at a trickle each payment is its own batch, right away; in a burst the
+ * batches grow, so the statements per payment fall as the load rises. At most `statements`
+ * batches run at once.
  */
 export class PaymentBatcher {
-  private waiting: Array<
-    BatchedPayment & { done: (paid: boolean) => void; fail: (e: unknown) => void }
-  > = [];
-  private running = 0;
-  private scheduled = false;
+  private readonly queue: GroupCommitQueue<BatchedPayment, boolean>;
 
-  constructor(
-    private readonly db: Database,
-    private readonly topology: MessageTopology,
-    private readonly maxBatch = 64,
-    private readonly statements = 3,
-  ) {}
+  constructor(db: Database, topology: MessageTopology, maxBatch = 64, statements = 3) {
+    this.queue = new GroupCommitQueue(
+      async (batch) => {
+        const paid = await payInOneStatement(db, topology, batch);
+        return batch.map((payment) => paid.has(payment.message.notification_id));
+      },
+      { concurrency: statements, maxBatch, gather: true },
+    );
+  }
 
   /** Whether this payment paid its order (false: it needs `applyPaymentMessage`). */
   pay(payment: BatchedPayment): Promise<boolean> {
-    return new Promise((done, fail) => {
-      this.waiting.push({ ...payment, done, fail });
-      this.schedule();
-    });
-  }
-
-  /** After the messages that arrived together have all joined the batch. */
-  private schedule(): void {
-    if (this.scheduled || this.running >= this.statements) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      void this.flush();
-    });
-  }
-
-  private async flush(): Promise<void> {
-    if (this.waiting.length === 0 || this.running >= this.statements) return;
-    const batch = this.waiting.splice(0, this.maxBatch);
-    this.running++;
-    try {
-      const paid = await payInOneStatement(this.db, this.topology, batch);
-      for (const payment of batch) payment.done(paid.has(payment.message.notification_id));
-    } catch (error) {
-      for (const payment of batch) payment.fail(error);
-    } finally {
-      this.running--;
-      if (this.waiting.length) this.schedule();
-    }
+    return this.queue.add(payment);
   }
 }

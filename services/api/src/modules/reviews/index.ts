@@ -10,7 +10,7 @@ import { getReview, listReviews, resolveReview } from "./service";
 const reviewIdParam = t.Object({ id: urlInt("path", "id", 1, Number.MAX_SAFE_INTEGER) });
 
 /** V1, V2: payment messages that need a person, for admins. */
-export const reviewsController = ({ db, verifyToken, topology, outboxWritten }: ApiDeps) =>
+export const reviewsController = ({ db, verifyToken, topology, outboxWritten, logger }: ApiDeps) =>
   new Elysia({ prefix: "/api/payment-reviews", detail: { tags: ["Payment reviews"] } })
     .use(auth(verifyToken))
     .get("/", ({ query }) => listReviews(db, pageRequestOf(query), query.status), {
@@ -47,6 +47,13 @@ export const reviewsController = ({ db, verifyToken, topology, outboxWritten }: 
           principal.customerId,
         );
         if (moved) outboxWritten();
+        // V5: one line naming who resolved it (the note stays on the review and the timeline).
+        logger.info("payment review resolved", {
+          review_id: review.id,
+          order_id: review.order_id,
+          resolution: review.resolution,
+          actor: principal.customerId,
+        });
         return review;
       },
       {

@@ -1,4 +1,5 @@
 import type { Sql } from "@commerce/shared/platform/database";
+import { GroupCommitQueue } from "@commerce/shared/platform/group-commit";
 import type { WebhookConfig } from "../../config";
 import type { AttemptResult } from "./sender";
 
@@ -110,46 +111,32 @@ export async function recordAttempts(sql: Sql, config: WebhookConfig, attempts: 
     where e.id = o.id and (not o.succeeded or o.gone or e.failing_since is not null)`;
 }
 
-type Waiting = Attempt & {
-  resolve: (outcome: AttemptOutcome) => void;
-  reject: (error: unknown) => void;
-};
-
 /**
- * H4: records attempts as they end, group-commit style: the first is written at once, and those
- * that end while a batch statement runs form the next batch, so under load a round of attempts
- * costs one statement instead of one each; at a trickle an attempt is still recorded at once.
+ * H4, H9: records attempts as they end, group-commit style (`GroupCommitQueue`): the first is
+ * written at once, and those that end while a batch statement runs form the next batch, so under
+ * load a round of attempts costs one statement instead of one each; at a trickle an attempt is
+ * still recorded at once. A batch that fails is written again one attempt at a time, so an
+ * attempt that cannot be recorded never holds back or repeats the others of its batch (H9).
  */
 export class AttemptRecorder {
-  private waiting: Waiting[] = [];
-  private writing = false;
+  private readonly queue: GroupCommitQueue<Attempt, AttemptOutcome>;
 
   constructor(
-    private readonly sql: Sql,
+    sql: Sql,
     private readonly config: WebhookConfig,
-    private readonly maxBatch = 256,
-  ) {}
-
-  /** Resolves with the outcome once it is on the log; rejects when the batch's statement failed. */
-  record(delivery: LeasedDelivery, result: AttemptResult): Promise<AttemptOutcome> {
-    const outcome = outcomeOf(this.config, delivery, result);
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ delivery, result, outcome, resolve, reject });
-      if (!this.writing) void this.write();
-    });
+    maxBatch = 256,
+  ) {
+    this.queue = new GroupCommitQueue(
+      async (batch) => {
+        await recordAttempts(sql, config, batch);
+        return batch.map((attempt) => attempt.outcome);
+      },
+      { maxBatch, isolateFailures: true },
+    );
   }
 
-  private async write() {
-    this.writing = true;
-    while (this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, this.maxBatch);
-      try {
-        await recordAttempts(this.sql, this.config, batch);
-        for (const attempt of batch) attempt.resolve(attempt.outcome);
-      } catch (error) {
-        for (const attempt of batch) attempt.reject(error);
-      }
-    }
-    this.writing = false;
+  /** Resolves with the outcome once it is on the log; rejects when its statement failed. */
+  record(delivery: LeasedDelivery, result: AttemptResult): Promise<AttemptOutcome> {
+    return this.queue.add({ delivery, result, outcome: outcomeOf(this.config, delivery, result) });
   }
 }

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
-import { recordAttempts } from "./attempt-record";
+import { AttemptRecorder, recordAttempts } from "./attempt-record";
 
 // The claims here are made by hand: this api's dispatcher is never started, so every claim and
 // every record below is the test's own, and the rows say what each one did.
@@ -200,6 +200,49 @@ describe("attempt records", () => {
     expect([...states]).toEqual([
       { id: ok, status: "enabled", disabled_reason: null },
       { id: gone, status: "disabled", disabled_reason: "gone" },
+    ]);
+  });
+
+  test("H9, N15: an attempt that cannot be recorded fails alone: the others of its batch are on the log once each and their deliveries move", async () => {
+    const healthy = [await endpoint(), await endpoint(), await endpoint()];
+    const poisoned = await endpoint("http://127.0.0.1:12/");
+    for (const id of [...healthy, poisoned]) await newOrder(id);
+    const claimed = await claim();
+    const first = (endpointId: number) => {
+      const row = claimed.find(
+        (r) => r.endpoint_id === endpointId && r.event_type === "orders.created",
+      );
+      if (!row) throw new Error(`endpoint ${endpointId}'s delivery was not claimed`);
+      return row;
+    };
+    const recorder = new AttemptRecorder(api.sql, api.service.deps.webhooks);
+    const answer = (body: string) => ({
+      statusCode: 200,
+      durationMs: 5,
+      error: null,
+      responseBody: body,
+    });
+    // The first is written at once; the next three, the bad one among them, share one batch.
+    const outcomes = await Promise.allSettled([
+      recorder.record(first(healthy[0]), answer("ok")),
+      recorder.record(first(poisoned), answer("a NUL \u0000 PostgreSQL text cannot hold")),
+      recorder.record(first(healthy[1]), answer("ok")),
+      recorder.record(first(healthy[2]), answer("ok")),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual([
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "fulfilled",
+    ]);
+    const log = await api.sql<{ endpoint_id: number; attempts: number; status: string }[]>`
+      select d.endpoint_id::int, count(a.id)::int as attempts, d.status
+      from api.webhook_deliveries d left join api.webhook_attempts a on a.delivery_id = d.id
+      where d.id = any(${[...healthy, poisoned].map((id) => first(id).id)})
+      group by d.id order by d.endpoint_id`;
+    expect([...log]).toEqual([
+      ...healthy.map((id) => ({ endpoint_id: id, attempts: 1, status: "succeeded" })),
+      { endpoint_id: poisoned, attempts: 0, status: "pending" },
     ]);
   });
 });

@@ -18,6 +18,7 @@ const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   description: row.description,
   status: row.status,
   disabled_reason: row.disabledReason,
+  failing_since: row.failingSince?.toISOString() ?? null,
   created_at: row.createdAt.toISOString(),
 });
 

@@ -29,6 +29,13 @@ export const webhookEndpoint = t.Object(
     description: t.Nullable(t.String()),
     status: t.UnionEnum(endpointStatuses),
     disabled_reason: t.Nullable(t.UnionEnum(disabledReasons)),
+    failing_since: t.Nullable(
+      t.String({
+        format: "date-time",
+        description:
+          "U7: the first failed attempt since the last success; null while attempts succeed",
+      }),
+    ),
     created_at: t.String({ format: "date-time" }),
   },
   {},
@@ -55,7 +62,8 @@ export const endpointChange = t.Object(
     description: t.Optional(t.Nullable(description)),
     status: t.Optional(
       choice(endpointStatuses, {
-        description: "enabled resumes the endpoint's pending deliveries",
+        description:
+          "disabled: no delivery is made for an event that happens while it is disabled (replay-missing makes them later); enabled resumes its pending deliveries",
       }),
     ),
   },
@@ -168,6 +176,7 @@ const endpointExample = {
   description: "warehouse",
   status: "enabled",
   disabled_reason: null,
+  failing_since: null,
   created_at: "2026-11-23T14:02:11.482Z",
 };
 // A test event's: the orders.* message ids are spelled in one place only (orders/state/).

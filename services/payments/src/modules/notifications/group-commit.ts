@@ -1,5 +1,6 @@
 import { notificationKey } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
+import { GroupCommitQueue } from "@commerce/shared/platform/group-commit";
 import { messagePayload } from "../../lib/outbox-message";
 import type { ParsedNotification, PaymentProvider } from "../providers/provider";
 
@@ -24,12 +25,6 @@ export type StoreResult = {
   stored: boolean[];
 };
 
-type Waiting = {
-  inputs: StoreInput[];
-  done: (result: StoreResult) => void;
-  fail: (error: unknown) => void;
-};
-
 export type GroupCommitOptions = {
   /** Called once after a commit that wrote outbox rows, so the relay publishes now (W6). */
   outboxWritten?: () => void;
@@ -40,30 +35,11 @@ export type GroupCommitOptions = {
 };
 
 /**
- * The connection, not the statement, failed (or the server is going away): trying each request
- * alone would only fail again, later. Such an error answers 503 for the whole group (W6).
- */
-function connectionLost(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return (
-    typeof code === "string" &&
-    (code.startsWith("CONNECT") ||
-      code.startsWith("ECONN") ||
-      code.startsWith("08") ||
-      code.startsWith("57P") ||
-      code === "53300")
-  );
-}
-
-/**
- * W5, W8, Y3, M5: group commit of the intake. A request's notifications join the group being
- * gathered; the group is stored by one statement (one transaction): every notification in one
- * multi-row insert and every outbox row in another, `on conflict do nothing returning` telling a
- * new notification from a repeat. Requests that arrive while `statements` groups are committing
- * wait for the next group, so in a burst the statements (and commits) per notification fall as
- * the load rises, while at a trickle a request is its own group, at once. Each request is
- * answered only after its group committed: never before its notification and outbox row are
- * durable (W5).
+ * W5, W8, Y3, M5: group commit of the intake (`GroupCommitQueue`). A request's notifications join
+ * the group being gathered; the group is stored by one statement (one transaction): every
+ * notification in one multi-row insert and every outbox row in another, `on conflict do nothing
+ * returning` telling a new notification from a repeat. Each request is answered only after its
+ * group committed: never before its notification and outbox row are durable (W5).
  *
  * A repeat inside one group (the same id twice, from two requests or in one Adyen batch) is
  * stored once: its first occurrence goes to the statement, the others are duplicates of it.
@@ -73,82 +49,34 @@ function connectionLost(error: unknown): boolean {
  * stored fails alone and the others of its group are answered as if they had come alone.
  */
 export class GroupCommit {
-  private waiting: Waiting[] = [];
-  private running = 0;
-  private readonly statements: number;
-  private readonly maxNotifications: number;
+  private readonly queue: GroupCommitQueue<StoreInput[], StoreResult>;
 
   constructor(
     private readonly sql: Sql,
     private readonly options: GroupCommitOptions = {},
   ) {
-    this.statements = options.statements ?? 2;
-    this.maxNotifications = options.maxNotifications ?? 256;
+    this.queue = new GroupCommitQueue((group) => this.storeGroup(group), {
+      concurrency: options.statements ?? 2,
+      maxBatch: options.maxNotifications ?? 256,
+      sizeOf: (inputs) => inputs.length,
+      isolateFailures: true,
+    });
   }
 
   /** Stores one request's notifications with its group; resolves after the commit. */
   store(inputs: StoreInput[]): Promise<StoreResult> {
-    return new Promise((done, fail) => {
-      this.waiting.push({ inputs, done, fail });
-      this.flush();
-    });
-  }
-
-  private flush(): void {
-    while (this.running < this.statements && this.waiting.length) {
-      let count = 0;
-      let take = 0;
-      // At least one request, however large its batch; then as many as fit.
-      while (take < this.waiting.length) {
-        count += this.waiting[take].inputs.length;
-        if (take > 0 && count > this.maxNotifications) break;
-        take++;
-      }
-      const group = this.waiting.splice(0, take);
-      this.running++;
-      void this.commit(group).finally(() => {
-        this.running--;
-        this.flush();
-      });
-    }
-  }
-
-  private async commit(group: Waiting[]): Promise<void> {
-    let results: StoreResult[];
-    try {
-      results = await this.storeGroup(group);
-    } catch (error) {
-      if (group.length === 1 || connectionLost(error)) {
-        for (const request of group) request.fail(error);
-        return;
-      }
-      // One request of the group may be what failed it: each alone, so that one fails alone.
-      await Promise.all(
-        group.map(async (request) => {
-          try {
-            const [result] = await this.storeGroup([request]);
-            request.done(result);
-          } catch (alone) {
-            request.fail(alone);
-          }
-        }),
-      );
-      return;
-    }
-    group.forEach((request, i) => {
-      request.done(results[i]);
-    });
+    return this.queue.add(inputs);
   }
 
   /** One statement for the group; the results per request, in the group's order. */
-  private async storeGroup(group: Waiting[]): Promise<StoreResult[]> {
+  private async storeGroup(group: StoreInput[][]): Promise<StoreResult[]> {
     const rows: StoreInput[] = [];
     /** Per request, per notification: its row in the statement, or -1 for a repeat in the group. */
     const positions: number[][] = [];
     const seen = new Set<string>();
     // G5: a notification is its provider's and its id; the key spells both.
     const keyOf = (input: StoreInput) => notificationKey(input.provider, input.notification.id);
-    for (const { inputs } of group) {
+    for (const inputs of group) {
       positions.push(
         inputs.map((input) => {
           const key = keyOf(input);
@@ -201,7 +129,7 @@ export class GroupCommit {
       select key from stored`;
     const isNew = new Set(stored.map((row) => row.key));
     let outboxWritten = false;
-    const results = group.map(({ inputs }, r) => {
+    const results = group.map((inputs, r) => {
       const each = inputs.map((input, k) => {
         const fresh = positions[r][k] >= 0 && isNew.has(keyOf(input));
         if (fresh && input.messageSubject !== undefined) outboxWritten = true;

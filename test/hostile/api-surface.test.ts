@@ -1,6 +1,8 @@
 /**
- * The third security review's attacks on the API surface (issue 23), each as the reviewer ran
- * it: live requests to listening services. N8, V2, N9, C4, D3, N13.
+ * Hostile requests against the API surface, each as an attacker would send it: live requests to
+ * listening services. N8 (no defaulted required field), V2 (a different amount needs
+ * accept_amount), N9 (clean text), C4 (checkout's body), D3 (encoded path parameters), N13
+ * (Swagger UI's headers). First found by the third security review (issue 23).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { apiClient } from "@commerce/client";

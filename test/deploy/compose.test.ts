@@ -1,0 +1,96 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const root = new URL("../..", import.meta.url).pathname;
+
+/** Placeholder values for every variable compose requires, so `config` can interpolate. */
+function requiredEnv(): Record<string, string> {
+  const text = readFileSync(join(root, "docker-compose.yml"), "utf8");
+  const names = [...text.matchAll(/\$\{([A-Z0-9_]+):\?/g)].map((m) => m[1]);
+  return Object.fromEntries(names.map((name) => [name, `placeholder-${name.toLowerCase()}`]));
+}
+
+type Service = Record<string, any>;
+
+/** An empty env file, so a developer's own .env cannot change what is checked. */
+const envDir = mkdtempSync(join(tmpdir(), "n19-env-"));
+const emptyEnv = join(envDir, "empty.env");
+writeFileSync(emptyEnv, "");
+afterAll(() => rmSync(envDir, { recursive: true, force: true }));
+
+/** `docker-compose config` of the given files, parsed: what compose will actually run. */
+function composeConfig(files: string[], cwd = root): Record<string, Service> {
+  const run = Bun.spawnSync(
+    ["docker-compose", ...files.flatMap((f) => ["-f", f]), "--env-file", emptyEnv, "config"],
+    {
+      cwd,
+      env: { PATH: process.env.PATH ?? "", ...requiredEnv() },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
+  if (run.exitCode !== 0) throw new Error(`docker-compose config: ${run.stderr.toString()}`);
+  return (Bun.YAML.parse(run.stdout.toString()) as { services: Record<string, Service> }).services;
+}
+
+/** What N19 asks of each service; an empty list when it holds. */
+function n19Problems(name: string, service: Service): string[] {
+  const problems: string[] = [];
+  const user = String(service.user ?? "");
+  if (!user || /^(root|0)(:|$)/.test(user)) problems.push(`${name}: runs as root`);
+  if (service.read_only !== true) problems.push(`${name}: root file system is writable`);
+  if (!(service.cap_drop ?? []).includes("ALL")) problems.push(`${name}: capabilities not dropped`);
+  if (!(service.security_opt ?? []).includes("no-new-privileges:true"))
+    problems.push(`${name}: may gain privileges`);
+  if (!service.mem_limit && !service.deploy?.resources?.limits?.memory)
+    problems.push(`${name}: no memory limit`);
+  return problems;
+}
+
+describe("N19: the compose deployment runs nothing as root", () => {
+  test("N19: every service of docker-compose.yml (and with docker-compose.cluster.yml) is non-root, read-only, without capabilities or new privileges, and memory-limited", () => {
+    for (const files of [
+      ["docker-compose.yml"],
+      ["docker-compose.yml", "docker-compose.cluster.yml"],
+    ]) {
+      const services = composeConfig(files);
+      expect(Object.keys(services).length).toBeGreaterThanOrEqual(files.length === 1 ? 4 : 6);
+      const problems = Object.entries(services).flatMap(([name, s]) => n19Problems(name, s));
+      expect({ files, problems }).toEqual({ files, problems: [] });
+    }
+  });
+
+  test("N19: a service that runs as root or writes its root file system is caught (the check can fail)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "n19-"));
+    try {
+      const text = readFileSync(join(root, "docker-compose.yml"), "utf8");
+      const broken = text
+        .replace('user: "1000:1000"', 'user: "0:0"')
+        .replace("<<: *hardened\n    # Any uid", "# Any uid");
+      expect(broken).not.toBe(text);
+      writeFileSync(join(dir, "docker-compose.yml"), broken);
+      const services = composeConfig(["docker-compose.yml"], dir);
+      expect(n19Problems("nats", services.nats)).toEqual([
+        "nats: runs as root",
+        "nats: root file system is writable",
+        "nats: capabilities not dropped",
+        "nats: may gain privileges",
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("N19: the public URLs a browser or provider reaches default to https, and the images are the ones Kubernetes runs", () => {
+    const services = composeConfig(["docker-compose.yml"]);
+    expect(services.api.environment.PAYMENTS_PUBLIC_URL).toStartWith("https://");
+    expect(services.payments.environment.CONSOLE_ORIGINS).toStartWith("https://");
+    expect(services.api.image).toBe("commerce-api");
+    expect(services.payments.image).toBe("commerce-payments");
+    // The services' tmpfs for scratch files; PostgreSQL's socket directory.
+    expect(services.api.tmpfs).toContain("/tmp");
+    expect(services.postgres.tmpfs).toContain("/var/run/postgresql");
+  });
+});

@@ -1,0 +1,147 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type K8sObject, overlays, render, root, validate } from "../../scripts/deploy-check";
+
+const rendered = overlays().map((dir) => ({ dir, objects: render(dir) }));
+
+describe("X3: deploy/kubernetes renders and validates offline", () => {
+  test("X3: there is a production overlay, and every overlay renders objects", () => {
+    expect(rendered.map((r) => r.dir.split("/").pop())).toContain("production");
+    for (const { objects } of rendered) expect(objects.length).toBeGreaterThan(10);
+  });
+
+  test("X3: every rendered object of every overlay passes the Kubernetes schemas (only the CloudNativePG Cluster is skipped)", async () => {
+    for (const { dir, objects } of rendered) {
+      const { errors, skipped } = await validate(objects);
+      expect({ dir, errors }).toEqual({ dir, errors: [] });
+      expect(skipped.map((s) => s.split(" ").slice(0, 2).join(" "))).toEqual([
+        "postgresql.cnpg.io/v1 Cluster",
+      ]);
+    }
+  });
+
+  test("X3: a broken object fails validation (the check can fail)", async () => {
+    const deployment = structuredClone(
+      rendered[0].objects.find((o) => o.kind === "Deployment") as K8sObject,
+    );
+    deployment.spec.replicas = "three";
+    const monitor = structuredClone(
+      rendered[0].objects.find((o) => o.kind === "ServiceMonitor") as K8sObject,
+    );
+    monitor.spec.endpoints[0].authorization.credentials = "plain-text-token";
+    const unknown = { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w" } };
+    const { errors } = await validate([deployment, monitor, unknown]);
+    expect(errors.map((e) => e.object)).toEqual([
+      "apps/v1 Deployment api",
+      "monitoring.coreos.com/v1 ServiceMonitor commerce",
+      "example.com/v1 Widget w",
+    ]);
+    expect(errors[0].message).toContain("replicas");
+  });
+
+  test("X3: each Deployment runs as non-root on a read-only file system, with no capabilities, probes and resources, spread across nodes", () => {
+    for (const { objects } of rendered) {
+      const deployments = objects.filter((o) => o.kind === "Deployment");
+      expect(deployments.map((d) => d.metadata.name).sort()).toEqual(["api", "payments"]);
+      for (const d of deployments) {
+        const pod = d.spec.template.spec;
+        expect(pod.securityContext.runAsNonRoot).toBe(true);
+        expect(pod.securityContext.runAsUser).toBeGreaterThan(0);
+        expect(pod.automountServiceAccountToken).toBe(false);
+        expect(pod.topologySpreadConstraints[0]).toMatchObject({
+          topologyKey: "kubernetes.io/hostname",
+          whenUnsatisfiable: "DoNotSchedule",
+        });
+        for (const c of pod.containers) {
+          expect(c.image).toMatch(new RegExp(`/commerce-${d.metadata.name}:`));
+          expect(c.securityContext).toMatchObject({
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            runAsNonRoot: true,
+            capabilities: { drop: ["ALL"] },
+          });
+          expect(c.livenessProbe.httpGet.path).toBe("/health");
+          expect(c.readinessProbe.httpGet.path).toBe("/ready");
+          expect(c.resources.requests.cpu).toBeTruthy();
+          expect(c.resources.requests.memory).toBeTruthy();
+          expect(c.resources.limits.memory).toBeTruthy();
+          // Secrets by reference only: no literal value for a secret variable.
+          for (const env of c.env) {
+            if (/SECRET|PASSWORD|TOKEN|KEY/.test(env.name))
+              expect({ name: env.name, ref: env.valueFrom?.secretKeyRef?.name }).toEqual({
+                name: env.name,
+                ref: expect.any(String),
+              });
+          }
+          expect(c.env.find((e: { name: string }) => e.name === "METRICS_TOKEN")).toBeTruthy();
+        }
+      }
+      // The services' settings: STREAM_REPLICAS=3 for the NATS cluster.
+      const settings = objects
+        .filter((o) => o.kind === "ConfigMap")
+        .map((o) => o.data as Record<string, string>)
+        .filter((data) => data.PORT);
+      expect(settings).toHaveLength(2);
+      for (const data of settings) expect(data.STREAM_REPLICAS).toBe("3");
+      expect(objects.some((o) => o.kind === "Secret")).toBe(false);
+    }
+  });
+
+  test("X3: budgets, the api's autoscaler, network policies, the scrape config and a synchronous PostgreSQL cluster with the two roles of N14", () => {
+    for (const { objects } of rendered) {
+      const of = (kind: string) => objects.filter((o) => o.kind === kind);
+      expect(
+        of("PodDisruptionBudget")
+          .map((o) => o.metadata.name)
+          .sort(),
+      ).toEqual(["api", "payments"]);
+      expect(of("HorizontalPodAutoscaler")[0].spec.scaleTargetRef.name).toBe("api");
+      const policies = of("NetworkPolicy");
+      expect(policies.find((p) => p.metadata.name === "default-deny-ingress")?.spec).toEqual({
+        podSelector: {},
+        policyTypes: ["Ingress"],
+      });
+      for (const name of ["api", "payments"])
+        expect(policies.find((p) => p.metadata.name === name)?.spec.policyTypes).toEqual([
+          "Ingress",
+          "Egress",
+        ]);
+      expect(of("ServiceMonitor")[0].spec.endpoints[0].authorization.credentials.name).toBe(
+        "commerce-metrics",
+      );
+      const [cluster] = of("Cluster");
+      expect(cluster.spec.instances).toBe(3);
+      expect(cluster.spec.postgresql.synchronous).toMatchObject({ method: "any", number: 1 });
+      const roles = cluster.spec.managed.roles;
+      expect(roles.map((r: { name: string }) => r.name)).toEqual([
+        "commerce_api",
+        "commerce_payments",
+      ]);
+      for (const role of roles) expect(role).toMatchObject({ login: true, superuser: false });
+      // The same grants as the compose deployment's init script.
+      const sql = readFileSync(join(root, "deploy/postgres-init/service-roles.sql"), "utf8");
+      for (const grant of [
+        "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+        "CREATE SCHEMA IF NOT EXISTS drizzle",
+      ]) {
+        expect(sql).toContain(grant);
+        expect(cluster.spec.bootstrap.initdb.postInitApplicationSQL).toContain(grant);
+      }
+    }
+  });
+
+  test("X3: the NATS chart's values make a three-node JetStream cluster, not as root", () => {
+    const values = Bun.YAML.parse(
+      readFileSync(join(root, "deploy/kubernetes/nats-values.yaml"), "utf8"),
+    ) as Record<string, any>;
+    expect(values.config.cluster).toMatchObject({ enabled: true, replicas: 3 });
+    expect(values.config.jetstream.enabled).toBe(true);
+    expect(values.podTemplate.merge.spec.securityContext.runAsNonRoot).toBe(true);
+    expect(values.container.merge.securityContext.capabilities.drop).toEqual(["ALL"]);
+    expect(values.config.merge.authorization.users.map((u: { user: string }) => u.user)).toEqual([
+      "api",
+      "payments",
+    ]);
+  });
+});
