@@ -5,7 +5,9 @@
  * deployment notes warn can break it. The binaries bundle node_modules as installed, so they
  * carry patches/ only if npm applied it: the build refuses an install that lacks a hunk.
  */
+
 import { statSync } from "node:fs";
+import { bunServiceFlags } from "@commerce/shared/platform/http/request-limits";
 import type { Build, BunPlugin } from "bun";
 import { buildConsole } from "../services/api/console/build";
 import { missingHunks } from "./dependency-patches";
@@ -37,7 +39,8 @@ for (const service of services) {
   const outfile = `dist/${service}`;
   const build = await Bun.build({
     entrypoints: [`services/${service}/src/main.ts`],
-    compile: { target, outfile },
+    // E4: Bun's header limit raised so the service answers 431 itself (request-limits.ts).
+    compile: { target, outfile, execArgv: bunServiceFlags },
     minify: { whitespace: true, syntax: true },
     plugins: service === "api" ? [await embeddedConsole()] : [],
   });

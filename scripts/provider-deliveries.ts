@@ -132,7 +132,9 @@ export function adyenDelivery(input: DeliveryInput): Delivery {
     // G4: an item of another merchant account moves nothing.
     merchantAccountCode:
       firstOf(process.env.ADYEN_MERCHANT_ACCOUNTS) ??
-      fail("ADYEN_MERCHANT_ACCOUNTS is not set (the merchant account the payments service accepts)"),
+      fail(
+        "ADYEN_MERCHANT_ACCOUNTS is not set (the merchant account the payments service accepts)",
+      ),
     merchantReference: String(input.orderId),
     pspReference,
     success: String(input.success),

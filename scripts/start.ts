@@ -22,11 +22,13 @@
  * files `npm run token` and `npm run webhook` read. Ctrl-C (or SIGTERM) stops the services first,
  * then nats-server and PGlite, and exits 0.
  */
+
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { natsConnection, natsEnv } from "@commerce/shared/platform/config";
 import { parseEnv } from "@commerce/shared/platform/env";
+import { bunServiceFlags } from "@commerce/shared/platform/http/request-limits";
 import { Child, label } from "./start/child";
 import { demo } from "./start/demo";
 import { startEmbeddedPostgres } from "./start/embedded-postgres";
@@ -180,7 +182,11 @@ async function main(): Promise<void> {
       childEnv.WEBHOOK_ALLOW_HTTP ??= "1";
       childEnv.WEBHOOK_ALLOW_PRIVATE ??= "1";
     }
-    return supervise(service, [process.execPath, `services/${service}/src/main.ts`], childEnv);
+    return supervise(
+      service,
+      [process.execPath, ...bunServiceFlags, `services/${service}/src/main.ts`],
+      childEnv,
+    );
   });
   await Promise.all(services.map((child, i) => waitReady(child, urls[serviceNames[i]])));
 

@@ -26,6 +26,14 @@ const fail = (message: string): never => {
 };
 
 if (!/^\d+[smhd]$/.test(values.ttl)) fail("--ttl must look like 30m, 1h or 7d");
+// N17: the services refuse a token that lives longer than AUTH_MAX_TOKEN_AGE (default 24 h).
+const ttlSeconds =
+  Number(values.ttl.slice(0, -1)) * { s: 1, m: 60, h: 3600, d: 86_400 }[values.ttl.at(-1) as "s"];
+const maxAge = Number(process.env.AUTH_MAX_TOKEN_AGE || 86_400);
+if (maxAge > 0 && ttlSeconds > maxAge)
+  fail(
+    `--ttl ${values.ttl} is longer than AUTH_MAX_TOKEN_AGE (${maxAge} s): the services would refuse it`,
+  );
 
 /** The signing key: the private key when one is configured, else the HS256 secret. */
 function signingKey(): { key: KeyObject | Uint8Array; alg: string } {

@@ -3,8 +3,18 @@
 -- as that role from now on. Run once by a superuser, after service-roles.sql, with the same
 -- psql variables api_role and payments_role, while the services are stopped:
 --   psql -v api_role=commerce_api -v payments_role=commerce_payments -f adopt-schemas.sql
--- Idempotent. Tables take their column sequences and row types with them.
+-- Idempotent. Tables take their column sequences and row types with them. It also takes back what
+-- the first version of service-roles.sql gave (CREATE on the database and in `drizzle`) and fixes
+-- each role's search_path, as service-roles.sql does now (N14).
 \set ON_ERROR_STOP on
+
+SELECT current_database() AS dbname \gset
+REVOKE CREATE, TEMPORARY ON DATABASE :"dbname" FROM PUBLIC, :"api_role", :"payments_role";
+GRANT CONNECT ON DATABASE :"dbname" TO :"api_role", :"payments_role";
+REVOKE CREATE ON SCHEMA public FROM PUBLIC, :"api_role", :"payments_role";
+REVOKE CREATE ON SCHEMA drizzle FROM PUBLIC, :"api_role", :"payments_role";
+ALTER ROLE :"api_role" SET search_path = api, pg_catalog;
+ALTER ROLE :"payments_role" SET search_path = payments, pg_catalog;
 
 CREATE TEMP TABLE adopt (schema name, role name);
 INSERT INTO adopt VALUES ('api', :'api_role'), ('payments', :'payments_role');

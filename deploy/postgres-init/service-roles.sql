@@ -3,10 +3,15 @@
 -- payments_role and payments_password (deploy/postgres-init/10-service-roles.sh does it on the
 -- postgres container's first start; the N14 test runs this same file).
 --
--- Each service creates its own schema (`api`, `payments`) in its first migration and so owns it;
--- the other role is granted nothing there, so it can neither read nor change it. The migration
--- bookkeeping lives in the schema `drizzle`, where each service keeps one table of its own
--- (`drizzle.api_migrations`, `drizzle.payments_migrations`), again owned by that service alone.
+-- Neither role can create a schema or anything outside its own schema: a role that may create a
+-- schema can make one named like the other role (in the default search_path "$user", public) and
+-- put in it a function with an exact signature, e.g. jsonb_build_object(text,text,text,text), that
+-- PostgreSQL prefers to the variadic built-in in the other role's statements. So this script makes
+-- both schemas itself, each owned by its role; gives no CREATE on the database, `public` or
+-- `drizzle`; and fixes each role's search_path to its own schema, then pg_catalog.
+--
+-- The migration bookkeeping lives in the schema `drizzle`, one table per service
+-- (`drizzle.api_migrations`, `drizzle.payments_migrations`), made here and owned by that service.
 \set ON_ERROR_STOP on
 
 SELECT current_database() AS dbname \gset
@@ -16,10 +21,27 @@ CREATE ROLE :"api_role" LOGIN PASSWORD :'api_password'
 CREATE ROLE :"payments_role" LOGIN PASSWORD :'payments_password'
   NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
 
--- CREATE on the database: each service's first migration creates its own schema.
-GRANT CONNECT, CREATE ON DATABASE :"dbname" TO :"api_role", :"payments_role";
+-- CONNECT only: no CREATE (no new schemas), no TEMPORARY either.
+REVOKE ALL ON DATABASE :"dbname" FROM PUBLIC;
+GRANT CONNECT ON DATABASE :"dbname" TO :"api_role", :"payments_role";
 -- Nothing in `public` for anyone (PostgreSQL 15+ already refuses CREATE there to PUBLIC).
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 
+-- Each service's own schema, owned by its role (its first migration finds it made).
+CREATE SCHEMA IF NOT EXISTS api AUTHORIZATION :"api_role";
+CREATE SCHEMA IF NOT EXISTS payments AUTHORIZATION :"payments_role";
+
+-- The bookkeeping: drizzle's own table layout, one table per service, no CREATE in the schema.
 CREATE SCHEMA IF NOT EXISTS drizzle;
-GRANT USAGE, CREATE ON SCHEMA drizzle TO :"api_role", :"payments_role";
+REVOKE ALL ON SCHEMA drizzle FROM PUBLIC;
+GRANT USAGE ON SCHEMA drizzle TO :"api_role", :"payments_role";
+CREATE TABLE IF NOT EXISTS drizzle.api_migrations (
+  id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint);
+CREATE TABLE IF NOT EXISTS drizzle.payments_migrations (
+  id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint);
+ALTER TABLE drizzle.api_migrations OWNER TO :"api_role";
+ALTER TABLE drizzle.payments_migrations OWNER TO :"payments_role";
+
+-- Names resolve in the role's own schema, then the built-ins; the services set it on connect too.
+ALTER ROLE :"api_role" SET search_path = api, pg_catalog;
+ALTER ROLE :"payments_role" SET search_path = payments, pg_catalog;

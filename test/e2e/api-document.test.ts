@@ -348,7 +348,11 @@ describe("every documented operation, against the running services", () => {
         })
       ).status,
     ).toBe(404);
-    const replayOne = { path: `/api/notifications/${notification.id}/replay`, token: admin };
+    const replayOne = {
+      path: `/api/notifications/${notification.id}/replay`,
+      token: admin,
+      body: { note: "re-drive after restoring the api" },
+    };
     expect((await call(payments, "POST", "/api/notifications/{id}/replay", replayOne)).status).toBe(
       202,
     );
@@ -358,6 +362,9 @@ describe("every documented operation, against the running services", () => {
       [payments, "/api/outbox/dead"],
       [api, "/api/status"],
       [payments, "/api/status"],
+      // V4, V5: refused notifications and the audit log of replays.
+      [payments, "/api/notifications/rejected"],
+      [payments, "/api/audit"],
     ] as const) {
       expect((await call(service, "GET", url, { token: admin })).status).toBe(200);
       expect((await call(service, "GET", url, { token: customer })).status).toBe(403);

@@ -73,7 +73,10 @@ describe("Stripe end to end", () => {
     expect(outcomes.map((row) => row.outcome).sort()).toEqual(["paid", "same_payment"]);
     expect(await reviews(order.order_id)).toHaveLength(0);
     expect(await stack.ordersPaidMessages(order.order_id)).toHaveLength(1);
-    expect((await paidEntries(order.order_id))[0].detail).toEqual({ payment_ref: intentId });
+    expect((await paidEntries(order.order_id))[0].detail).toEqual({
+      payment_ref: intentId,
+      provider: "stripe",
+    });
   });
 
   test("S1, W8: 20 concurrent deliveries of one Stripe event move the order once", async () => {
@@ -155,6 +158,7 @@ describe("Adyen end to end", () => {
     await statusBecomes(order.order_id, "refunded");
     expect((await paidEntries(order.order_id))[0].detail).toEqual({
       payment_ref: authorisation.pspReference,
+      provider: "adyen",
     });
   });
 });

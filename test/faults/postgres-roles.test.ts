@@ -103,6 +103,40 @@ describe("PostgreSQL roles", () => {
     );
   });
 
+  test("N14: neither role can plant a schema or a function the other's statements would resolve to", async () => {
+    const denied = { error: "42501" };
+    // The review's attack: a schema named like the other role (first in the default search_path
+    // "$user", public) holding an exact-signature jsonb_build_object, preferred to the variadic
+    // built-in in every order event; and the reverse.
+    const plant = (schema: string) => `create schema "${schema}"`;
+    const shadow = (schema: string) =>
+      `create function "${schema}".jsonb_build_object(text, text, text, text) returns jsonb
+       language sql as $$ select '{}'::jsonb $$`;
+    expect(await as("payments", plant(roles.api))).toEqual(denied);
+    expect(await as("api", plant(roles.payments))).toEqual(denied);
+    for (const schema of ["public", "drizzle", "api"])
+      expect(await as("payments", shadow(schema))).toEqual(denied);
+    for (const schema of ["public", "drizzle", "payments"])
+      expect(await as("api", shadow(schema))).toEqual(denied);
+    expect(await as("payments", "create table public.orders (id int)")).toEqual(denied);
+    expect(await as("api", "create table drizzle.x (id int)")).toEqual(denied);
+    // Each role's names resolve in its own schema, then the built-ins, whatever connects.
+    const searchPath = async (role: keyof typeof roles) => {
+      const sql = postgres(urlFor(roles[role], database), { max: 1, onnotice: () => {} });
+      try {
+        return (await sql<{ search_path: string }[]>`show search_path`)[0]?.search_path;
+      } finally {
+        await sql.end();
+      }
+    };
+    expect(await searchPath("api")).toBe("api, pg_catalog");
+    expect(await searchPath("payments")).toBe("payments, pg_catalog");
+    // And both services still work as their roles after the attempts.
+    const order = await stack.newOrder();
+    expect((await stack.notify(succeeded(order))).status).toBe(200);
+    await stack.paid(order.order_id);
+  });
+
   test("N14: a database the services made as the superuser is handed to their roles by adopt-schemas.sql", async () => {
     // Before roles: both services migrate and run as the superuser, as compose did.
     const old = `${database}_old`;
@@ -121,6 +155,17 @@ describe("PostgreSQL roles", () => {
     );
     await psql([...roleArgs, "-f", adopt], old);
     await psql([...roleArgs, "-f", adopt], old); // idempotent
+    // What the first service-roles.sql gave is taken back.
+    const oldUrl = (role: keyof typeof roles) => urlFor(roles[role], old);
+    for (const role of ["api", "payments"] as const) {
+      const sql = postgres(oldUrl(role), { max: 1, onnotice: () => {} });
+      const planted = await sql.unsafe(`create schema "${roles[role]}x"`).then(
+        () => "created",
+        (error: { code?: string }) => error.code,
+      );
+      await sql.end();
+      expect(planted).toBe("42501");
+    }
     const after = await startStack({
       databaseUrl: urlFor(undefined, old),
       serviceEnv: {

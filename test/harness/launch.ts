@@ -3,6 +3,7 @@
  * child process on its own port, ready once GET /ready answers 200. The tests keep its output in
  * memory to assert on; the bench streams it to files, so a long load never grows this process.
  */
+import { bunServiceFlags } from "@commerce/shared/platform/http/request-limits";
 import type { Subprocess } from "bun";
 import { freePort } from "./basics";
 
@@ -155,6 +156,7 @@ export const serviceCommand = (name: ServiceName, binary: boolean): string[] =>
     : [
         process.execPath,
         "--no-env-file",
+        ...bunServiceFlags,
         ...(process.env.PROFILE_SERVICE === name
           ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.PROFILE_DIR ?? "/tmp/prof"}`]
           : []),

@@ -14,11 +14,18 @@ export type Received = {
 };
 
 /**
- * How the receiver answers one request: a status (with a body), after a delay; `hang` never
+ * How the receiver answers one request: a status (with a body, text or bytes), after a delay;
+ * `endless` sends the status and then body bytes until the client goes away; `hang` never
  * answers; `hangUp` closes the connection without answering.
  */
 export type Answer =
-  | { status: number; body?: string; delayMs?: number; headers?: Record<string, string> }
+  | {
+      status: number;
+      body?: string | Uint8Array;
+      delayMs?: number;
+      headers?: Record<string, string>;
+      endless?: boolean;
+    }
   | { hang: true }
   | { hangUp: true };
 
@@ -54,6 +61,16 @@ export async function startWebhookReceiver(
       }
       if (reply.delayMs) await Bun.sleep(reply.delayMs);
       res.writeHead(reply.status, reply.headers ?? {});
+      if (reply.endless) {
+        // H9: 64 KiB of NUL-laced bytes at a time, for as long as the client keeps reading.
+        const chunk = new Uint8Array(64 * 1024).map((_, i) => (i % 3 === 0 ? 0 : 0x41 + (i % 26)));
+        const more = () => {
+          while (!res.destroyed && res.write(chunk));
+        };
+        res.on("drain", more);
+        more();
+        return;
+      }
       res.end(reply.body ?? "");
     });
   });

@@ -436,6 +436,13 @@ describe("D3: the typed client encodes path parameters", () => {
     const cart = await client.api.cart.items({ product_id: product.id }).put({ qty: 3 });
     expect(cart.status).toBe(200);
   });
+
+  test('D3: a path parameter of ".", ".." or "" is refused by the client, never sent to another route', async () => {
+    const customer = await api.customer();
+    const client = apiClient(apiUrl, customer.token);
+    for (const id of [".", "..", ""])
+      expect(() => client.api.orders({ order_id: id as any })).toThrow(TypeError);
+  });
 });
 
 describe("N13: Swagger UI is not framed, sniffed or remembered", () => {

@@ -44,7 +44,10 @@ const requestMethods = new Set([
  * D3: Eden Treaty writes a path parameter into the URL as given, so
  * `orders({ order_id: "21/../../cart" })` read the cart. This wraps its proxy so every path
  * parameter is percent-encoded as one segment (`21%2F..%2F..%2Fcart`, which the api refuses as
- * not an order id); request calls (`.get()`, `.post(body)`, ...) pass through unchanged.
+ * not an order id); request calls (`.get()`, `.post(body)`, ...) pass through unchanged. A
+ * parameter of `.` or `..` (or empty) is refused with a TypeError: no encoding survives URL
+ * parsing there (`%2E%2E` is a dot segment too), and `notifications({ id: "." })` called the
+ * list route.
  */
 function encodingPathParameters<T extends object>(client: T, last?: string): T {
   return new Proxy(client, {
@@ -65,6 +68,8 @@ function encodingPathParameters<T extends object>(client: T, last?: string): T {
         Object.keys(params).length === 1;
       if (!isPathParameter) return Reflect.apply(target as () => unknown, thisArg, args);
       const [[name, value]] = Object.entries(params);
+      if (["", ".", ".."].includes(String(value)))
+        throw new TypeError(`path parameter ${name} may not be "${String(value)}"`);
       const encoded = { [name]: encodeURIComponent(String(value)) };
       return encodingPathParameters(
         Reflect.apply(target as () => unknown, thisArg, [encoded]) as object,

@@ -1,6 +1,8 @@
 import { databaseIsUp } from "@commerce/shared/platform/database";
 import { problemErrors } from "@commerce/shared/platform/http/problems";
+import { requestLimits } from "@commerce/shared/platform/http/request-limits";
 import { requestLog } from "@commerce/shared/platform/http/request-log";
+import { RouteMethods } from "@commerce/shared/platform/http/route-methods";
 import { urlText } from "@commerce/shared/platform/http/url-text";
 import { openapiDocs } from "@commerce/shared/platform/openapi";
 import { operationalRoutes } from "@commerce/shared/platform/operational-routes";
@@ -39,124 +41,129 @@ Errors are \`application/problem+json\` (RFC 9457). Requests are rate limited pe
 the RateLimit-Policy and RateLimit headers say how much is left.`;
 
 export function createApp(deps: ApiDeps) {
-  return (
-    new Elysia({ normalize: false })
-      .use(requestLog(deps))
-      .use(problemErrors(deps))
-      // Credentials are checked before the body, so anonymous callers learn nothing of the schemas.
-      .use(
-        auth(deps.verifyToken, deps.rateLimiter, {
-          limiter: deps.rejectedLimiter,
-          trustProxy: deps.trustProxy,
-        }),
-      )
-      .use(jsonBody({ limitBytes: apiBodyLimit }))
-      // N9: no NUL, lone surrogate or control character in the path or query string.
-      .use(urlText())
-      .use(
-        openapiDocs({
-          title: "Shop API",
-          description: apiDescription,
-          rateLimited: (path) => path.startsWith("/api/"),
-          security: [bearerSecurity],
-          tags: [
-            {
-              name: "Operations",
-              description: "Liveness, readiness and metrics, for the platform; no credentials",
-            },
-            {
-              name: "Products",
-              description: "The catalogue: anyone with a token reads it, admins change it",
-            },
-            {
-              name: "Orders",
-              description:
-                "Placing, reading and moving orders, and each order's timeline; a customer sees only their own",
-            },
-            {
-              name: "Cart",
-              description: "Each customer's one cart, and checking it out into an order",
-            },
-            {
-              name: "Webhooks",
-              description:
-                "Endpoints an admin subscribes to order events, signed as Standard Webhooks say, and their delivery log",
-            },
-            {
-              name: "Status",
-              description:
-                "The figures an operator watches (outbox, payment consumer, reviews, failing and disabled endpoints, the oldest pending delivery); admin token only",
-            },
-            {
-              name: "Audit",
-              description:
-                "Who did what that moved no order (webhook endpoint changes, retries, replays), for admins",
-            },
-            {
-              name: "Payment reviews",
-              description:
-                "Payment messages the api would not apply by itself, for an admin to apply or dismiss",
-            },
-          ],
-          schemas: orderBodyShapes,
-          requestBodies: {
-            createOrder: {
-              required: true,
-              content: {
-                "application/json": {
-                  schema: {
-                    oneOf: [
-                      { $ref: "#/components/schemas/OneLineOrder" },
-                      { $ref: "#/components/schemas/OrderOfItems" },
-                    ],
-                  },
-                  examples: {
-                    oneLine: { summary: "One line", value: { product_id: 42, qty: 2 } },
-                    items: {
-                      summary: "Several lines",
-                      value: {
-                        items: [
-                          { product_id: 42, qty: 2 },
-                          { product_id: 7, qty: 1 },
-                        ],
-                      },
+  // E4: a served path asked with another method is 405, from this app's own routes.
+  const routes = new RouteMethods();
+  const app = new Elysia({ normalize: false })
+    .use(requestLog(deps))
+    .use(problemErrors({ ...deps, routes }))
+    // E4: headers over the service's limit are its own 431 problem+json.
+    .use(requestLimits())
+    // Credentials are checked before the body, so anonymous callers learn nothing of the schemas.
+    .use(
+      auth(deps.verifyToken, deps.rateLimiter, {
+        limiter: deps.rejectedLimiter,
+        trustProxy: deps.trustProxy,
+      }),
+    )
+    .use(jsonBody({ limitBytes: apiBodyLimit }))
+    // N9: no NUL, lone surrogate or control character in the path or query string.
+    .use(urlText())
+    .use(
+      openapiDocs({
+        title: "Shop API",
+        description: apiDescription,
+        rateLimited: (path) => path.startsWith("/api/"),
+        security: [bearerSecurity],
+        tags: [
+          {
+            name: "Operations",
+            description: "Liveness, readiness and metrics, for the platform; no credentials",
+          },
+          {
+            name: "Products",
+            description: "The catalogue: anyone with a token reads it, admins change it",
+          },
+          {
+            name: "Orders",
+            description:
+              "Placing, reading and moving orders, and each order's timeline; a customer sees only their own",
+          },
+          {
+            name: "Cart",
+            description: "Each customer's one cart, and checking it out into an order",
+          },
+          {
+            name: "Webhooks",
+            description:
+              "Endpoints an admin subscribes to order events, signed as Standard Webhooks say, and their delivery log",
+          },
+          {
+            name: "Status",
+            description:
+              "The figures an operator watches (outbox, payment consumer, reviews, failing and disabled endpoints, the oldest pending delivery); admin token only",
+          },
+          {
+            name: "Audit",
+            description:
+              "Who did what that moved no order (webhook endpoint changes, retries, replays), for admins",
+          },
+          {
+            name: "Payment reviews",
+            description:
+              "Payment messages the api would not apply by itself, for an admin to apply or dismiss",
+          },
+        ],
+        schemas: orderBodyShapes,
+        requestBodies: {
+          createOrder: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: {
+                  oneOf: [
+                    { $ref: "#/components/schemas/OneLineOrder" },
+                    { $ref: "#/components/schemas/OrderOfItems" },
+                  ],
+                },
+                examples: {
+                  oneLine: { summary: "One line", value: { product_id: 42, qty: 2 } },
+                  items: {
+                    summary: "Several lines",
+                    value: {
+                      items: [
+                        { product_id: 42, qty: 2 },
+                        { product_id: 7, qty: 1 },
+                      ],
                     },
                   },
                 },
               },
             },
-            checkoutCart: {
-              required: false,
-              description: "No body, or an empty object",
-              content: {
-                "application/json": {
-                  schema: { type: "object", additionalProperties: false, maxProperties: 0 },
-                },
+          },
+          checkoutCart: {
+            required: false,
+            description: "No body, or an empty object",
+            content: {
+              "application/json": {
+                schema: { type: "object", additionalProperties: false, maxProperties: 0 },
+                example: {},
               },
             },
           },
-        }),
-      )
-      .use(
-        operationalRoutes({
-          metrics: deps.metrics,
-          metricsToken: deps.metricsToken,
-          checks: [{ name: "database", check: () => databaseIsUp(deps.sql) }, ...deps.readiness],
-        }),
-      )
-      .use(productsController(deps))
-      .use(ordersController(deps))
-      .use(cartController(deps))
-      .use(checkoutController(deps))
-      .use(reviewsController(deps))
-      .use(outboxController(deps))
-      .use(consoleController(deps))
-      .use(signInController(deps))
-      .use(webhooksController(deps))
-      .use(webhookDeliveriesController(deps))
-      .use(auditController(deps))
-      .use(statusController(deps))
-  );
+        },
+      }),
+    )
+    .use(
+      operationalRoutes({
+        metrics: deps.metrics,
+        metricsToken: deps.metricsToken,
+        checks: [{ name: "database", check: () => databaseIsUp(deps.sql) }, ...deps.readiness],
+      }),
+    )
+    .use(productsController(deps))
+    .use(ordersController(deps))
+    .use(cartController(deps))
+    .use(checkoutController(deps))
+    .use(reviewsController(deps))
+    .use(outboxController(deps))
+    .use(consoleController(deps))
+    .use(signInController(deps))
+    .use(webhooksController(deps))
+    .use(webhookDeliveriesController(deps))
+    .use(auditController(deps))
+    .use(statusController(deps));
+  routes.readFrom(() => app.routes);
+  return app;
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -230,13 +230,14 @@ describe("errors", () => {
     ]);
   });
 
-  test("E2: the webhook answers no other method with a 2xx", async () => {
+  test("E2, E4: the webhook answers no other method with a 2xx: 405 with Allow: POST", async () => {
     const app = payments.app();
     for (const method of ["GET", "PUT", "DELETE"]) {
       const answer = await app.handle(
         new Request("http://localhost/api/webhooks/payment", { method }),
       );
-      expect({ method, status: answer.status }).toEqual({ method, status: 404 });
+      expect({ method, status: answer.status }).toEqual({ method, status: 405 });
+      expect(answer.headers.get("allow")).toBe("POST");
     }
   });
 });

@@ -28,7 +28,13 @@ describe("configuration", () => {
     expect(loadConfig(required).auth).toBeUndefined();
     const secret = "s".repeat(32);
     expect(loadConfig({ ...required, AUTH_JWT_SECRET: secret, AUTH_AUDIENCE: "ops" }).auth).toEqual(
-      { jwtSecret: secret, jwksUrl: undefined, issuer: undefined, audience: "ops" },
+      {
+        jwtSecret: secret,
+        jwksUrl: undefined,
+        issuer: undefined,
+        audience: "ops",
+        maxTokenAgeSeconds: 86_400,
+      },
     );
     expect(() => loadConfig({ ...required, AUTH_JWT_SECRET: "short" })).toThrow(
       "AUTH_JWT_SECRET must be at least 32 characters long",

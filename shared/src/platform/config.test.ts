@@ -27,6 +27,7 @@ describe("configuration", () => {
       publicKey: undefined,
       issuer: "i",
       audience: undefined,
+      maxTokenAgeSeconds: 86_400,
     });
     expect(
       readAuthConfig(

@@ -1,6 +1,6 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
-import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
+import { applyMigrations } from "./migrator";
 
 export type Sql = postgres.Sql;
 
@@ -14,28 +14,25 @@ const reconnectBackoff = (failures: number) => Math.min(0.05 * 2 ** failures, 1)
 /**
  * A pool of `max` connections: the caller's, else the URL's `?max=N` (postgres.js would read it as
  * a string, and `new Array("4")` is one connection), else 10. `npm start` asks for one per
- * embedded PGlite, which is a single session.
+ * embedded PGlite, which is a single session. With `schema`, every connection resolves names in
+ * that schema and then the built-ins only (N14), whatever the role's own setting.
  */
 export function connectDatabase(
   url: string,
-  { max = Number(/[?&]max=(\d+)/.exec(url)?.[1] ?? 10) }: { max?: number } = {},
+  {
+    max = Number(/[?&]max=(\d+)/.exec(url)?.[1] ?? 10),
+    schema,
+  }: { max?: number; schema?: string } = {},
 ): Sql {
   return postgres(url, {
     max,
+    ...(schema && { connection: { search_path: `"${schema}", pg_catalog` } }),
     onnotice: () => {},
     connect_timeout: 5,
     idle_timeout: 60,
     backoff: reconnectBackoff,
   });
 }
-
-/** drizzle's `migrate` reads a folder and hands the result to these (untyped) internals. */
-type Migrator = {
-  dialect: {
-    migrate(migrations: MigrationMeta[], session: unknown, config: object): Promise<void>;
-  };
-  session: unknown;
-};
 
 /**
  * Applies the service's pending drizzle-kit migrations to its own Postgres schema, holding an
@@ -52,8 +49,7 @@ export async function migrateSchema(
   const lock = reserved ?? sql;
   try {
     await lock`select pg_advisory_lock(hashtext(${`migrate:${schema}`}))`;
-    const db = drizzle(sql) as unknown as Migrator;
-    await db.dialect.migrate(migrations, db.session, {
+    await applyMigrations(sql, migrations, {
       // Bookkeeping lives apart: drizzle-kit's first migration creates the service's schema itself.
       migrationsSchema: "drizzle",
       migrationsTable: `${schema}_migrations`,

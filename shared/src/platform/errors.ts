@@ -116,3 +116,27 @@ export function problemResponse(error: HttpError, headers: Record<string, string
     headers: { ...headers, ...error.headers, "content-type": "application/problem+json" },
   });
 }
+
+/** E4: a known path asked with a method it does not serve; `Allow` lists those it does. */
+export class MethodNotAllowedError extends HttpError {
+  constructor(method: string, allowed: string[]) {
+    super(
+      405,
+      "Method Not Allowed",
+      `${method} is not served on this path; it serves ${allowed.join(", ")}`,
+      undefined,
+      { allow: allowed.join(", ") },
+    );
+  }
+}
+
+/** E4: request headers over the service's limit. */
+export class HeadersTooLargeError extends HttpError {
+  constructor(limitBytes: number) {
+    super(
+      431,
+      "Request Header Fields Too Large",
+      `The request headers are larger than ${limitBytes} bytes`,
+    );
+  }
+}

@@ -64,7 +64,77 @@ async function redoclyLint(document: object) {
   };
 }
 
+/**
+ * D6: Spectral's CLI with the committed .spectral.yaml (`spectral:oas`) on one document; its
+ * problems as JSON (severity 0 is an error, 1 a warning).
+ */
+async function spectralLint(document: object) {
+  const file = join(mkdtempSync(join(tmpdir(), "openapi-")), "openapi.json");
+  writeFileSync(file, JSON.stringify(document));
+  const cli = Bun.spawn(
+    [
+      "node",
+      `${root}node_modules/@stoplight/spectral-cli/dist/index.js`,
+      "lint",
+      file,
+      "--ruleset",
+      `${root}.spectral.yaml`,
+      "--format",
+      "json",
+      "--quiet",
+    ],
+    { cwd: root, stdout: "pipe", stderr: "pipe" },
+  );
+  const output = await new Response(cli.stdout).text();
+  await cli.exited;
+  return JSON.parse(output.slice(output.indexOf("["))) as {
+    code: string;
+    message: string;
+    path: string[];
+    severity: number;
+  }[];
+}
+
 describe.each(["api", "payments"] as const)("the %s OpenAPI document", (service) => {
+  test("D6: spectral lint (spectral:oas) reports no error", async () => {
+    const problems = await spectralLint(documents[service]);
+    const errors = problems.filter((p) => p.severity === 0);
+    expect(errors.map((p) => `${p.code} ${p.path.join(".")}: ${p.message}`)).toEqual([]);
+  });
+
+  test("D6: ids and amounts are typed integer, never string or integer", () => {
+    const mixed: string[] = [];
+    const visit = (node: unknown, at: string) => {
+      if (typeof node !== "object" || node === null) return;
+      const schema = node as { type?: unknown; anyOf?: { type?: string }[] };
+      const types = Array.isArray(schema.type)
+        ? schema.type
+        : (schema.anyOf?.map((s) => s.type) ?? []);
+      if (types.includes("integer") && types.includes("string")) mixed.push(at);
+      for (const [key, value] of Object.entries(node)) visit(value, `${at}/${key}`);
+    };
+    visit(documents[service], "");
+    expect(mixed).toEqual([]);
+  });
+
+  test("D6: every request body has an example, every operation that can answer 400 documents it", () => {
+    const missing: string[] = [];
+    for (const { path, method, operation } of operationsOf(documents[service])) {
+      // N9: path and query text is checked on every route, so every operation can answer 400.
+      if (!("400" in operation.responses)) missing.push(`400 ${method} ${path}`);
+      const body = operation.requestBody?.$ref
+        ? documents[service].components.requestBodies[operation.requestBody.$ref.split("/").pop()]
+        : operation.requestBody;
+      const content = body?.content?.["application/json"];
+      const schema = content?.schema?.$ref
+        ? documents[service].components.schemas[content.schema.$ref.split("/").pop()]
+        : content?.schema;
+      if (content && !(content.example ?? content.examples ?? schema?.examples ?? schema?.example))
+        missing.push(`example ${method} ${path}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
   test("D1: is valid OpenAPI 3.1 for swagger-parser", async () => {
     const document = structuredClone(documents[service]);
     expect(document.openapi).toStartWith("3.1.");

@@ -234,6 +234,9 @@ export function finishDocument(generated: Json, options: DocumentOptions): Json 
       const who = whoMayCall(operation.security, options.security);
       operation.description = operation.description ? `${who}\n\n${operation.description}` : who;
       const bearer = operation.security.some((r: Json) => "bearerAuth" in r);
+      // D6: every route answers 400 to path or query text with NUL or control characters (N9).
+      operation.responses ??= {};
+      operation.responses["400"] ??= {};
       for (const [status, response] of Object.entries(operation.responses ?? {}) as [
         string,
         Json,

@@ -3,6 +3,7 @@ import type { JetStreamManager } from "nats";
 import { type MessageTopology, messageTopology, ownStreamOf } from "../contract/messages";
 import type { CommonConfig } from "./config";
 import { connectDatabase, migrateSchema } from "./database";
+import { serverBodyCap } from "./http/request-limits";
 import { logOutput } from "./log-output";
 import { createLogger, describeError, type LogSink } from "./logger";
 import { Metrics } from "./metrics";
@@ -31,13 +32,6 @@ type Server = {
 type Step = [string, () => Promise<unknown> | unknown];
 
 /**
- * Bun's own cap on a request body, far above either app's limit (api 16 KiB, payments 64 KiB,
- * 256 KiB on the Stripe and Adyen routes), so a body over the app's limit gets the app's 413
- * problem+json, logged and counted (N7). The cap only guards memory: a body declared over 1 MiB gets Bun's bare 413 before the app sees it.
- */
-export const serverBodyCap = 1024 * 1024;
-
-/**
  * What both services are built on: the logger and metrics, the database with the service's
  * migrations applied, the NATS link that declares the service's own stream on every (re)connect
  * (N1: the api `ORDERS`, payments `PAYMENTS`), and the
@@ -64,7 +58,10 @@ export async function openServiceCore(
   const logger = createLogger(config.logLevel, { service: name }, sink);
   const tracer = await createTracer(name, config.otlpEndpoint);
   const topology = messageTopology(config.natsPrefix);
-  const sql = connectDatabase(config.databaseUrl, { max: options.databasePool });
+  const sql = connectDatabase(config.databaseUrl, {
+    max: options.databasePool,
+    schema: name,
+  });
   await migrateSchema(sql, { schema: name, migrations: parts.migrations });
 
   const nats = new NatsLink(

@@ -14,7 +14,8 @@ export const messageSubjectOf = (event: string, topology: MessageTopology) =>
  * `notification_id` is the key (G5), so no two providers' notifications share one; a dispute
  * that names no order leaves `order_id` out, and only a dispute has a `stage`.
  */
-export const messagePayload = (sql: Sql) => sql`jsonb_strip_nulls(jsonb_build_object(
+export const messagePayload = (sql: Sql) => sql`pg_catalog.jsonb_strip_nulls(
+  pg_catalog.jsonb_build_object(
   'notification_id', key, 'order_id', order_id, 'amount', amount, 'currency', currency,
   'received_at', ${isoTimestamp(sql, "received_at")},
   'provider', provider, 'payment_ref', coalesce(payment_ref, key), 'stage', stage))`;

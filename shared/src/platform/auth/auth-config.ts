@@ -31,6 +31,11 @@ export const authVariables = {
   AUTH_AUDIENCE: Var.optional(
     Var.text({ description: "the tokens' required aud; required with a public key or JWKS" }),
   ),
+  AUTH_MAX_TOKEN_AGE: Var.integer({
+    default: 86_400,
+    description:
+      "N17: the longest life (exp - iat, in seconds) of an accepted token; 0 = unbounded",
+  }),
 };
 const authEnv = Type.Object(authVariables);
 type AuthVariables = Static<typeof authEnv>;
@@ -75,6 +80,7 @@ export function authConfig(
     publicKey,
     issuer,
     audience,
+    maxTokenAgeSeconds: vars.AUTH_MAX_TOKEN_AGE,
   };
 }
 

@@ -3,6 +3,40 @@ import { servedJwks, jwtSecret as testSecret, token } from "@commerce/testing/ba
 import { createTokenVerifier } from "./token-verifier";
 
 describe("token verifier", () => {
+  test("N17: iat more than 60 s ahead, or exp - iat beyond AUTH_MAX_TOKEN_AGE, is 401; 0 is unbounded", async () => {
+    const { SignJWT } = await import("jose");
+    const key = new TextEncoder().encode(testSecret);
+    const now = Math.floor(Date.now() / 1000);
+    const signed = (claims: { iat?: number; exp: number }) => {
+      let jwt = new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("dora");
+      if (claims.iat !== undefined) jwt = jwt.setIssuedAt(claims.iat);
+      return jwt.setExpirationTime(claims.exp).sign(key);
+    };
+    const bounded = createTokenVerifier({ jwtSecret: testSecret });
+    const unbounded = createTokenVerifier({ jwtSecret: testSecret, maxTokenAgeSeconds: 0 });
+    const refused = { status: 401 };
+    const century = now + 100 * 365 * 86_400;
+    // The review's tokens: exp 100 years ahead, iat in the future.
+    await expect(bounded(await signed({ iat: now, exp: century }))).rejects.toMatchObject(refused);
+    await expect(bounded(await signed({ exp: century }))).rejects.toMatchObject(refused);
+    await expect(bounded(await signed({ iat: now + 3600, exp: now + 7200 }))).rejects.toMatchObject(
+      refused,
+    );
+    await expect(
+      unbounded(await signed({ iat: now + 3600, exp: now + 7200 })),
+    ).rejects.toMatchObject(refused);
+    await expect(bounded(await signed({ iat: now, exp: now + 86_401 }))).rejects.toMatchObject(
+      refused,
+    );
+    // Within bounds: 24 h exactly, 30 s of clock skew, no iat and a short life; unbounded at 0.
+    await expect(bounded(await signed({ iat: now, exp: now + 86_400 }))).resolves.toBeDefined();
+    await expect(bounded(await signed({ iat: now + 30, exp: now + 3600 }))).resolves.toBeDefined();
+    await expect(bounded(await signed({ exp: now + 3600 }))).resolves.toBeDefined();
+    await expect(unbounded(await signed({ iat: now, exp: century }))).resolves.toBeDefined();
+    const hour = createTokenVerifier({ jwtSecret: testSecret, maxTokenAgeSeconds: 3600 });
+    await expect(hour(await signed({ iat: now, exp: now + 3601 }))).rejects.toMatchObject(refused);
+  });
+
   test("A2: issuer and audience are enforced when configured", async () => {
     const verify = createTokenVerifier({
       jwtSecret: testSecret,
@@ -107,7 +141,7 @@ describe("auth: remembered tokens", () => {
     const jwks = await rotatingJwks();
     try {
       await jwks.publish("k1");
-      const verify = createTokenVerifier({ jwksUrl: jwks.url });
+      const verify = createTokenVerifier({ jwksUrl: jwks.url, maxTokenAgeSeconds: 0 });
       const century = await jwks.sign("k1", "erin", "100y");
       expect(await verify(century)).toEqual({ customerId: "erin", admin: false });
       await jwks.publish("k2");

@@ -20,6 +20,8 @@ export type AuthConfig = {
   publicKey?: { key: KeyObject; algorithm: "ES256" | "RS256" };
   issuer?: string;
   audience?: string;
+  /** N17: AUTH_MAX_TOKEN_AGE, the longest `exp - iat` accepted (default 24 h; 0 = unbounded). */
+  maxTokenAgeSeconds?: number;
 };
 
 /** Who is calling: `sub` is the customer id (A3); `admin` marks a back-office token. */
@@ -35,6 +37,24 @@ const maxVerifiedTokens = 10_000;
 const maxRememberedMs = 5 * 60_000;
 /** A5: a subject is at most this many code points (what PostgreSQL counts in a text column). */
 const maxSubjectCodePoints = 255;
+
+/** N17: how far in the future a token's `iat` may be (clock skew between issuer and service). */
+const allowedSkewSeconds = 60;
+
+/**
+ * N17: the token's life is bounded: `iat` at most 60 s ahead, and `exp - iat` at most `maxAge`
+ * seconds. A token without `iat` is judged from now: its `exp` at most `maxAge` ahead.
+ */
+export function lifeRefusal(payload: JWTPayload, maxAge: number, now = Date.now() / 1000) {
+  const { iat, exp } = payload;
+  if (typeof iat === "number" && iat > now + allowedSkewSeconds)
+    return "The bearer token was issued in the future";
+  if (maxAge === 0 || typeof exp !== "number") return undefined;
+  const from = typeof iat === "number" ? iat : now;
+  return exp - from > maxAge
+    ? "The bearer token lives longer than this service accepts"
+    : undefined;
+}
 
 /** A token that is not accepted (A2, A5); the bearer plugin answers it with its challenge. */
 export class InvalidTokenError extends UnauthorizedError {}
@@ -111,6 +131,8 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
         seenGeneration = keysGeneration();
       }
     }
+    const tooLong = lifeRefusal(payload, config.maxTokenAgeSeconds ?? 86_400);
+    if (tooLong) throw new InvalidTokenError(tooLong);
     if (!isUsableSubject(payload.sub))
       throw new InvalidTokenError("The bearer token has no usable subject");
     const scope = typeof payload.scope === "string" ? payload.scope.split(" ") : [];

@@ -44,21 +44,25 @@ declare module "elysia/type-system/types" {
 
 /**
  * N9: characters no text of either service carries: NUL and the other C0 controls, DEL, the C1
- * controls. Body text that may span lines (a review's note) keeps tab, line feed and carriage
- * return; path, query and one-line fields keep none.
+ * controls. N18: nor the bidirectional embedding, override and isolate controls (U+202A..U+202E,
+ * U+2066..U+2069), the line and paragraph separators U+2028, U+2029 and U+FEFF, which make a
+ * name read differently from what it is; letters of every script, emoji and U+200D stay. Body
+ * text that may span lines (a review's note) keeps tab, line feed and carriage return; path,
+ * query and one-line fields keep none.
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what text may not hold
-const controls = /[\u0000-\u001f\u007f-\u009f]/;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what text may not hold
-const controlsButLineBreaks = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
+const invisible = "\\u202a-\\u202e\\u2066-\\u2069\\u2028\\u2029\\ufeff";
+const refused = (multiline: boolean) =>
+  `${multiline ? "\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f" : "\\u0000-\\u001f"}\\u007f-\\u009f${invisible}`;
+const controls = new RegExp(`[${refused(false)}]`);
+const controlsButLineBreaks = new RegExp(`[${refused(true)}]`);
 
-/** N9: well-formed Unicode (no lone surrogate) without control characters. */
+/** N9, N18: well-formed Unicode (no lone surrogate) without control characters. */
 export const isCleanText = (value: string, { multiline = false } = {}) =>
   value.isWellFormed() && !(multiline ? controlsButLineBreaks : controls).test(value);
 
 /** One code point of clean text, as a regular expression (no `u` flag: TypeBox compiles without it). */
 const codePoint = (multiline: boolean) =>
-  `(?:[^${multiline ? "\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f" : "\\u0000-\\u001f"}\\u007f-\\u009f\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])`;
+  `(?:[^${refused(multiline)}\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])`;
 
 /**
  * Text PostgreSQL stores as sent (N9): no NUL (the insert would fail with a 500), no lone

@@ -3,6 +3,7 @@ import {
   ClientClosedError,
   type FieldError,
   HttpError,
+  MethodNotAllowedError,
   NotFoundError,
   problemResponse,
   UnavailableError,
@@ -10,6 +11,7 @@ import {
 } from "../errors";
 import { describeError, type Logger } from "../logger";
 import { requestLogFields, responseHeadersOf } from "./request-log";
+import type { RouteMethods } from "./route-methods";
 
 const isDatabaseDown = (error: unknown): boolean => {
   // drizzle wraps the driver's error as its cause.
@@ -45,8 +47,11 @@ function validationProblem(error: ElysiaValidationError): ValidationError {
   return new ValidationError(`The request ${where} is invalid`, errors);
 }
 
-/** Every error, thrown or Elysia's own, answered as problem+json (E1-E3). */
-export function problemErrors({ logger }: { logger: Logger }) {
+/**
+ * Every error, thrown or Elysia's own, answered as problem+json (E1-E4). With `routes`, a path
+ * that is served, asked with a method it is not served with, is 405 with `Allow` (E4).
+ */
+export function problemErrors({ logger, routes }: { logger: Logger; routes?: RouteMethods }) {
   return new Elysia({ name: "problem-errors" }).onError(
     { as: "global" },
     ({ code, error, request, set }) => {
@@ -58,8 +63,12 @@ export function problemErrors({ logger }: { logger: Logger }) {
       else if (code === "VALIDATION") problem = validationProblem(error as ElysiaValidationError);
       else if (code === "PARSE")
         problem = new ValidationError("The request body is not valid JSON");
-      else if (code === "NOT_FOUND") problem = new NotFoundError("No such route");
-      else if (isDatabaseDown(error)) {
+      else if (code === "NOT_FOUND") {
+        const allowed = routes?.allowed(new URL(request.url).pathname) ?? [];
+        problem = allowed.length
+          ? new MethodNotAllowedError(request.method, allowed)
+          : new NotFoundError("No such route");
+      } else if (isDatabaseDown(error)) {
         logger.error("dependency unavailable", {
           ...requestLogFields(request),
           ...describeError(error),

@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { bearerAuth } from "../auth/bearer-auth";
+import { integer } from "../http/fields";
 import { named, problems } from "../openapi";
 import type { DeadOutboxRow } from "./relay";
 
@@ -8,10 +9,10 @@ export const deadOutboxList = t.Object(
   {
     items: t.Array(
       t.Object({
-        id: t.Integer({ description: "The outbox row's id" }),
+        id: integer({ description: "The outbox row's id" }),
         subject: t.String({ description: "The NATS subject it was to be published on" }),
         message_id: t.String({ description: "Its Nats-Msg-Id" }),
-        attempts: t.Integer({ description: "Publications that failed for the same reason" }),
+        attempts: integer({ description: "Publications that failed for the same reason" }),
         last_error: t.Nullable(t.String({ description: "The failure's code, e.g. BAD_HEADER" })),
         created_at: t.String({ format: "date-time" }),
         dead_at: t.String({ format: "date-time", description: "When it was set aside" }),

@@ -57,7 +57,7 @@ export const ordersController = (deps: ApiDeps) => {
           operationId: "createOrder",
           summary: "Place an order",
           description:
-            "Either one line (`product_id`, `qty`) or `items` of 1 to 50 lines, each product once. " +
+            "Either one line (`product_id`, `qty`) or `items` of 1 to 50 lines; lines naming the same product are merged into one. " +
             "Stock of tracked products is taken at once; a line it cannot cover is 409 and " +
             "nothing is taken. An Idempotency-Key makes retries safe.",
         },
@@ -97,7 +97,7 @@ export const ordersController = (deps: ApiDeps) => {
           summary: "An order's timeline",
           description:
             "Everything that happened to the order, oldest first: created, paid, cancelled, " +
-            "refunded, payment_failed, dispute_opened / _won / _lost (L5: a dispute or chargeback; " +
+            "refunded, payment_failed, dispute_opened / _won / _lost (a dispute or chargeback; " +
             "the status does not change), review_opened, review_resolved, each with its source and " +
             "the payment notification that caused it. The owner's customer token or an admin " +
             "token; anyone else gets 404.",

@@ -56,7 +56,7 @@ export const newOrder = t.Object(
   {
     additionalProperties: false,
     description:
-      "Either product_id and qty (one line), or items (1 to 50 lines, each product once)",
+      "Either product_id and qty (one line), or items (1 to 50 lines; lines naming one product are merged)",
     examples: [
       { product_id: 1, qty: 2 },
       {
@@ -225,7 +225,7 @@ export const orderBodyShapes = {
     { items: t.Array(named("OrderLine", line), { minItems: 1, maxItems: 50 }) },
     {
       additionalProperties: false,
-      description: "An order of 1 to 50 lines, each product once",
+      description: "An order of 1 to 50 lines; lines naming one product are merged",
       examples: [
         {
           items: [
@@ -245,6 +245,20 @@ export type { OrderStatus } from "../../db/schema";
 /** One requested line: a product and how many. */
 export type OrderLine = { product_id: number; qty: number };
 
+/**
+ * D6: what the schema allows the service accepts: lines naming one product are one line, of
+ * their quantities together, where the product first appears.
+ */
+function mergedLines(items: OrderLine[]): OrderLine[] {
+  const byProduct = new Map<number, OrderLine>();
+  for (const { product_id, qty } of items) {
+    const known = byProduct.get(product_id);
+    if (known) known.qty += qty;
+    else byProduct.set(product_id, { product_id, qty });
+  }
+  return [...byProduct.values()];
+}
+
 /** The requested lines of either body shape (R1); 400 naming what is missing or extra. */
 export function linesOf(input: NewOrder): { lines: OrderLine[]; oneLine: boolean } {
   const { product_id, qty, items } = input;
@@ -254,7 +268,7 @@ export function linesOf(input: NewOrder): { lines: OrderLine[]; oneLine: boolean
       throw new ValidationError("The request body is invalid", [
         { path: extra, message: "give either items, or product_id and qty, not both" },
       ]);
-    return { lines: items, oneLine: false };
+    return { lines: mergedLines(items), oneLine: false };
   }
   if (product_id === undefined || qty === undefined)
     throw new ValidationError("The request body is invalid", [

@@ -257,12 +257,32 @@ describe("multi-line orders", () => {
     expect(read.json).toEqual(res.json);
   });
 
-  test("R1: the same product twice, no lines, 51 lines or both body shapes are 400; nothing is created", async () => {
+  test("D6, R1: lines naming one product are accepted and merged into one line", async () => {
+    const product = await api.product({ price: 300 });
+    const other = await api.product({ price: 100 });
+    const { token } = await api.customer();
+    const res = await order(token, {
+      items: [
+        { product_id: product.id, qty: 1 },
+        { product_id: other.id, qty: 1 },
+        { product_id: product.id, qty: 2 },
+      ],
+    });
+    expect(res.status).toBe(201);
+    expect(res.json.amount).toBe(1000);
+    expect(
+      res.json.items.map((i: { product_id: number; qty: number }) => [i.product_id, i.qty]),
+    ).toEqual([
+      [product.id, 3],
+      [other.id, 1],
+    ]);
+  });
+
+  test("R1: no lines, 51 lines or both body shapes are 400; nothing is created", async () => {
     const product = await api.product();
     const { sub, token } = await api.customer();
     const line = { product_id: product.id, qty: 1 };
     for (const body of [
-      { items: [line, line] },
       { items: [] },
       { items: Array.from({ length: 51 }, (_, i) => ({ product_id: i + 1, qty: 1 })) },
       { items: [line], product_id: product.id, qty: 1 },

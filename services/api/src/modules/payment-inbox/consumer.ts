@@ -1,8 +1,4 @@
-import {
-  type MessageTopology,
-  parseDisputeMessage,
-  parsePaymentMessage,
-} from "@commerce/shared/contract/messages";
+import { type MessageTopology, parsePaymentMessage } from "@commerce/shared/contract/messages";
 import { describeError, type Logger } from "@commerce/shared/platform/logger";
 import type { Metrics } from "@commerce/shared/platform/metrics";
 import type { NatsLink } from "@commerce/shared/platform/nats";
@@ -17,8 +13,9 @@ import type { ConsumerMessages, JsMsg } from "nats";
 import type { Database } from "../../db";
 import { AtMost, OneAtATimePerKey } from "../../lib/concurrency";
 import { applyPaymentMessage, type PaymentOutcome, paymentRefOf } from "./apply";
+import { retryDelayMs } from "./backoff";
 import { PaymentBatcher } from "./batcher";
-import { applyDisputeMessage } from "./dispute";
+import { handleDispute } from "./dispute-consumer";
 import { kindOf } from "./subscription";
 
 export type PaymentConsumerDeps = {
@@ -36,7 +33,6 @@ export type PaymentConsumerDeps = {
 };
 
 const decoder = new TextDecoder();
-const maxBackoffMs = 30_000;
 const pullExpiresMs = 5_000;
 /**
  * M5: messages taken in at once (applied, or waiting for their batch or their order's turn). Each
@@ -158,7 +154,13 @@ export class PaymentConsumer {
       payload = undefined;
     }
     const kind = kindOf(message.subject, topology);
-    if (kind === "disputed") return this.applyDispute(message, payload, span);
+    if (kind === "disputed")
+      return handleDispute(
+        { ...this.deps, applied: this.applied, perOrder: this.perOrder, general: this.generalPath },
+        message,
+        payload,
+        span,
+      );
     const payment = parsePaymentMessage(payload);
     if (!payment || !kind) {
       this.applied.inc({ outcome: "invalid" });
@@ -223,67 +225,7 @@ export class PaymentConsumer {
           currency: payment.currency,
         });
     } catch (error) {
-      const delay = Math.min(maxBackoffMs, 500 * 2 ** Math.min(message.info.redeliveryCount, 6));
-      this.applied.inc({ outcome: "failed" });
-      span.fail(error);
-      logger.error("payment message failed; will be redelivered", {
-        ...fields,
-        retry_in_ms: delay,
-        ...describeError(error),
-      });
-      message.nak(delay);
-    }
-  }
-
-  /** L5: a dispute, applied like a payment message: acked after its commit, nak'd on failure. */
-  private async applyDispute(message: JsMsg, payload: unknown, span: Span): Promise<void> {
-    const { db, topology, logger, outboxWritten } = this.deps;
-    const trace = traceFields(span.context);
-    const dispute = parseDisputeMessage(payload);
-    if (!dispute) {
-      this.applied.inc({ outcome: "invalid" });
-      logger.error("payment message is malformed; dropped", {
-        ...trace,
-        subject: message.subject,
-        stream_seq: message.seq,
-      });
-      span.fail();
-      message.term();
-      return;
-    }
-    const fields = {
-      ...trace,
-      notification_id: dispute.notification_id,
-      event: "disputed",
-      stage: dispute.stage,
-      provider: dispute.provider,
-      payment_ref: dispute.payment_ref,
-    };
-    try {
-      const { outcome, orderId } = await this.perOrder.run(dispute.order_id ?? 0, () =>
-        this.generalPath.run(() => applyDisputeMessage(db, topology, dispute, span.context)),
-      );
-      message.ack();
-      this.applied.inc({ outcome });
-      const line = { ...fields, order_id: orderId ?? null, outcome };
-      if (outcome === "duplicate") logger.info("payment message seen before; nothing to do", line);
-      else if (outcome === "no_order")
-        logger.error("dispute of a payment that paid no order here; nothing to attach it to", {
-          ...line,
-          amount: dispute.amount,
-          currency: dispute.currency,
-        });
-      else {
-        outboxWritten();
-        // L5: money that leaves after payment is never silent: a warning a person sees.
-        logger.warn("payment disputed", {
-          ...line,
-          amount: dispute.amount,
-          currency: dispute.currency,
-        });
-      }
-    } catch (error) {
-      const delay = Math.min(maxBackoffMs, 500 * 2 ** Math.min(message.info.redeliveryCount, 6));
+      const delay = retryDelayMs(message.info.redeliveryCount);
       this.applied.inc({ outcome: "failed" });
       span.fail(error);
       logger.error("payment message failed; will be redelivered", {

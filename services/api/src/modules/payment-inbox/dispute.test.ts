@@ -129,6 +129,28 @@ describe("disputes and chargebacks (L5)", () => {
     expect(await reviews(other.order_id)).toEqual([]);
   });
 
+  test("L5, V2: a dispute review has no move to apply (409, it stays open); dismissing it with a note resolves it and leaves the order paid", async () => {
+    const order = await newOrder();
+    const ref = unique("pi");
+    await succeeded(paymentMessageFor(order, { provider: "stripe", payment_ref: ref }));
+    await disputed(dispute("opened", ref));
+    const [{ id }] = await api.sql<{ id: string }[]>`
+      select id from api.payment_reviews where order_id = ${order.order_id}`;
+    const admin = await api.admin();
+    const apply = await api.call("POST", `/api/payment-reviews/${id}/resolve`, {
+      token: admin,
+      body: { action: "apply", note: "refund it" },
+    });
+    expect(apply.status).toBe(409);
+    const dismiss = await api.call("POST", `/api/payment-reviews/${id}/resolve`, {
+      token: admin,
+      body: { action: "dismiss", note: "evidence sent to Stripe" },
+    });
+    expect(dismiss.status).toBe(200);
+    expect(dismiss.json).toMatchObject({ reason: "dispute", status: "resolved" });
+    expect(await status(order.order_id)).toBe("paid");
+  });
+
   test("L5, L4: a dispute that names an order that does not exist is a review unknown_order", async () => {
     const missing = 9_000_000_000 + Math.floor(Math.random() * 1e9);
     const message = dispute("opened", unique("pi"), { order_id: missing });

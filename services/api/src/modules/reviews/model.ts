@@ -8,7 +8,9 @@ export const review = t.Object({
   id: integer(),
   order_id: integer(),
   notification_id: t.String(),
-  event: t.String({ description: "payment.succeeded, payment.refunded or payment.failed" }),
+  event: t.String({
+    description: "payment.succeeded, payment.refunded, payment.failed or payment.disputed",
+  }),
   reason: choice(reviewReasons),
   amount: integer({ description: "The notification's amount, in minor units of its currency" }),
   currency: t.String({ description: "The notification's currency" }),
@@ -84,7 +86,11 @@ named("PaymentReviewPage", reviewPage, {
   description: "A page of payment reviews",
   examples: [{ items: [reviewExample], page: 1, pages: 1, per_page: 20, total: 1 }],
 });
-named("PaymentReviewResolution", resolution);
+named("PaymentReviewResolution", resolution, {
+  examples: [
+    { action: "apply", accept_amount: true, note: "Customer paid the old price; agreed by phone" },
+  ],
+});
 
 export type Review = typeof review.static;
 export type Resolution = typeof resolution.static;

@@ -147,10 +147,10 @@ export async function resolveReview(
         source: "review",
         notificationId: row.notificationId,
         paymentRef: paymentRef ?? row.notificationId,
-        actor: resolvedBy,
-        note: resolution.note,
         // G5: the reference is that provider's.
         provider: provider ?? "generic",
+        actor: resolvedBy,
+        note: resolution.note,
       });
       if (!result.moved)
         throw new ConflictError(

@@ -1,10 +1,11 @@
+import { integer } from "@commerce/shared/platform/http/fields";
 import { named, problems } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { auth } from "../auth";
 
 const figure = (description: string) =>
-  t.Nullable(t.Integer({ minimum: 0, description: `${description}; null when it cannot be read` }));
+  t.Nullable(integer({ minimum: 0, description: `${description}; null when it cannot be read` }));
 
 /** U3: the api's figures for the console's health line, the same readings as /metrics (N4). */
 export const apiStatus = named(

@@ -1,32 +1,11 @@
 import { lookup } from "node:dns/promises";
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
+import { isInternalAddress } from "./special-addresses";
 
 /** H7: where deliveries may go, from WEBHOOK_ALLOW_HTTP and WEBHOOK_ALLOW_PRIVATE. */
 export type AddressPolicy = { allowHttp: boolean; allowPrivate: boolean };
 
-/** Loopback, private, link-local, unique-local, shared and metadata ranges (H7). */
-const internal = new BlockList();
-for (const [network, prefix] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.168.0.0", 16],
-] as const)
-  internal.addSubnet(network, prefix, "ipv4");
-for (const [network, prefix] of [
-  ["::", 128],
-  ["::1", 128],
-  ["fc00::", 7],
-  ["fe80::", 10],
-] as const)
-  internal.addSubnet(network, prefix, "ipv6");
-
-/** True for an address H7 keeps deliveries away from (IPv4-mapped IPv6 included). */
-export const isInternalAddress = (address: string) =>
-  internal.check(address, isIP(address) === 6 ? "ipv6" : "ipv4");
+export { isInternalAddress } from "./special-addresses";
 
 /** A delivery refused before it connected; its attempt records `blocked_address`. */
 export class BlockedAddressError extends Error {
@@ -36,28 +15,37 @@ export class BlockedAddressError extends Error {
 const bare = (hostname: string) => hostname.replace(/^\[(.*)\]$/, "$1");
 
 /**
- * H7 on create and update: the reason a URL may not be an endpoint, or undefined when it may.
- * A literal address, `localhost`, or a name resolving to an internal address is refused; a name
+ * H7, N18 on create and update: the reason a URL may not be an endpoint, or undefined when it may.
+ * A tab or line break (which URL parsing would silently drop) is refused, so what is stored is
+ * what was sent, normalized. A literal address, `localhost`, or a name resolving to an internal
+ * address is refused, naming the kind of reason but never the address a name resolved to; a name
  * that does not resolve yet is accepted (the check runs again at every connection).
  */
 export async function urlRefusal(raw: string, policy: AddressPolicy): Promise<string | undefined> {
+  if (/[\t\r\n]/.test(raw)) return "url must not contain tabs or line breaks";
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     return "url must be an absolute URL";
   }
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && policy.allowHttp))
-    return policy.allowHttp ? "url must be http or https" : "url must be https";
+  const refused = protocolRefusal(url, policy);
+  if (refused) return refused;
   if (url.username || url.password) return "url must not carry credentials";
   if (policy.allowPrivate) return undefined;
   const host = bare(url.hostname);
-  if (isIP(host))
-    return isInternalAddress(host) ? `url names an internal address (${host})` : undefined;
+  if (isIP(host)) return isInternalAddress(host) ? "url names an internal address" : undefined;
   if (host === "localhost" || host.endsWith(".localhost")) return "url names localhost";
   const addresses = await lookup(host, { all: true, verbatim: true }).catch(() => []);
-  const blocked = addresses.find((a) => isInternalAddress(a.address));
-  return blocked ? `url resolves to an internal address (${blocked.address})` : undefined;
+  return addresses.some((a) => isInternalAddress(a.address))
+    ? "url resolves to an internal address"
+    : undefined;
+}
+
+/** H7: https, or http where WEBHOOK_ALLOW_HTTP allows it, on save and at every attempt. */
+export function protocolRefusal(url: URL, policy: AddressPolicy): string | undefined {
+  if (url.protocol === "https:" || (url.protocol === "http:" && policy.allowHttp)) return undefined;
+  return policy.allowHttp ? "url must be http or https" : "url must be https";
 }
 
 type LookupCallback = (

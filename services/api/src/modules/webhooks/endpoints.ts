@@ -22,19 +22,21 @@ const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   created_at: row.createdAt.toISOString(),
 });
 
-async function checkUrl(url: string, policy: AddressPolicy) {
+/** H7, N18: the URL as it will be stored and delivered to (normalized), or a 400. */
+async function checkUrl(url: string, policy: AddressPolicy): Promise<string> {
   const refusal = await urlRefusal(url, policy);
   if (refusal)
     throw new ValidationError("The request body is invalid", [{ path: "/url", message: refusal }]);
+  return new URL(url).href;
 }
 
 /** H1: a new endpoint, enabled, with a new secret: the only answer that shows it. */
 export async function createEndpoint(db: Database, body: NewEndpoint, policy: AddressPolicy) {
-  await checkUrl(body.url, policy);
+  const url = await checkUrl(body.url, policy);
   const [row] = await db
     .insert(webhookEndpoints)
     .values({
-      url: body.url,
+      url,
       events: body.events,
       description: body.description ?? null,
       secret: newSecret(),
@@ -74,7 +76,7 @@ export async function updateEndpoint(
   change: EndpointChange,
   policy: AddressPolicy,
 ): Promise<WebhookEndpoint> {
-  if (change.url !== undefined) await checkUrl(change.url, policy);
+  const url = change.url === undefined ? undefined : await checkUrl(change.url, policy);
   const status =
     change.status === "enabled"
       ? { status: "enabled" as const, disabledReason: null, failingSince: null }
@@ -84,7 +86,7 @@ export async function updateEndpoint(
   const [row] = await db
     .update(webhookEndpoints)
     .set({
-      ...(change.url !== undefined ? { url: change.url } : {}),
+      ...(url !== undefined ? { url } : {}),
       ...(change.events !== undefined ? { events: change.events } : {}),
       ...(change.description !== undefined ? { description: change.description } : {}),
       ...status,

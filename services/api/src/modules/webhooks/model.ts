@@ -8,11 +8,15 @@ import { choice, integer, text, urlInt } from "../../lib/fields";
 /** The names an endpoint may subscribe to: every M3 event, or `*` for all of them. */
 export const subscribableEvents = ["*", ...orderEventNames.map((name) => `orders.${name}`)];
 
-const url = t.String({
-  minLength: 1,
-  maxLength: 2000,
-  description: "Where deliveries are POSTed: https (http only where the api allows it)",
-});
+// N9, N18: one-line text; tabs and line breaks are refused (by the guard too), not dropped.
+const url = text(
+  1,
+  2000,
+  "Where deliveries are POSTed: https (http only where the api allows it)",
+  {
+    name: "url",
+  },
+);
 const events = t.Array(choice(subscribableEvents as [string, ...string[]]), {
   minItems: 1,
   maxItems: subscribableEvents.length,
@@ -201,8 +205,18 @@ named("CreatedWebhookEndpoint", createdWebhookEndpoint, {
   description: "A new endpoint with its secret, shown in this answer only",
   examples: [{ ...endpointExample, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwQLmIBqk9XyU=" }],
 });
-named("NewWebhookEndpoint", newEndpoint);
-named("WebhookEndpointChange", endpointChange);
+named("NewWebhookEndpoint", newEndpoint, {
+  examples: [
+    {
+      url: "https://hooks.example.com/shop",
+      events: ["orders.paid", "orders.refunded"],
+      description: "Fulfilment",
+    },
+  ],
+});
+named("WebhookEndpointChange", endpointChange, {
+  examples: [{ events: ["*"], status: "enabled" }],
+});
 named("WebhookSecret", rotatedSecret);
 named("WebhookEndpointPage", endpointPage, { description: "A page of webhook endpoints" });
 named("Delivery", delivery, {

@@ -5,7 +5,9 @@ import {
   BlockedAddressError,
   guardedLookup,
   literalAddressRefused,
+  protocolRefusal,
 } from "./address-guard";
+import { keptBytes, readableText } from "./response-text";
 
 /** What one attempt came to (H4): the receiver's status and first KiB, or why there was none. */
 export type AttemptResult = {
@@ -14,8 +16,6 @@ export type AttemptResult = {
   error: string | null;
   responseBody: string | null;
 };
-
-const keptBytes = 1024;
 
 /** The attempt log's `error` for a failure before or instead of an answer. */
 function errorName(error: unknown): string {
@@ -43,6 +43,14 @@ export function sendDelivery(
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const url = new URL(target);
+  // H7: an http endpoint saved while WEBHOOK_ALLOW_HTTP=1 is not delivered to in clear after.
+  if (protocolRefusal(url, policy))
+    return Promise.resolve({
+      statusCode: null,
+      durationMs: 0,
+      error: "blocked_protocol",
+      responseBody: null,
+    });
   if (literalAddressRefused(url, policy))
     return Promise.resolve({
       statusCode: null,
@@ -80,7 +88,8 @@ export function sendDelivery(
           finish({
             statusCode: response.statusCode ?? null,
             error: null,
-            responseBody: Buffer.concat(chunks).subarray(0, keptBytes).toString("utf8"),
+            // H9: at most the first KiB is kept and read, and the answer is not read further.
+            responseBody: readableText(Buffer.concat(chunks)),
           });
         response.on("data", (chunk: Buffer) => {
           chunks.push(chunk);

@@ -576,7 +576,7 @@ describe("no request where it must not go", () => {
         return res.json.errors[0].message as string;
       };
       expect(await refused("http://example.com/hook")).toBe("url must be https");
-      expect(await refused("https://127.0.0.1/hook")).toContain("internal address (127.0.0.1)");
+      expect(await refused("https://127.0.0.1/hook")).toBe("url names an internal address");
       expect(await refused("https://10.1.2.3/hook")).toContain("internal address");
       expect(await refused("https://169.254.169.254/latest")).toContain("internal address");
       expect(await refused("https://[::1]/hook")).toContain("internal address");
@@ -627,6 +627,8 @@ describe("no request where it must not go", () => {
     expect(ownName.error).toBe("blocked_address");
     const literal = await sendDelivery(hook.url, {}, "{}", 2000, policy);
     expect(literal.error).toBe("blocked_address");
+    const clear = await sendDelivery(hook.url, {}, "{}", 2000, { ...policy, allowHttp: false });
+    expect(clear.error).toBe("blocked_protocol");
     expect(hook.received).toHaveLength(0);
     const allowed = await sendDelivery(`http://localhost:${hook.port}/hook`, {}, "{}", 2000, {
       allowHttp: true,
@@ -634,6 +636,66 @@ describe("no request where it must not go", () => {
     });
     expect(allowed.statusCode).toBe(200);
     expect(hook.received).toHaveLength(1);
+  });
+
+  test("H7: an http endpoint saved while WEBHOOK_ALLOW_HTTP=1 fails its attempts with blocked_protocol once it is 0, and nothing is sent", async () => {
+    const hook = await receiver();
+    const endpoint = await subscribe(hook.url, ["orders.paid"]);
+    await api.service.dispatcher.stop();
+    const clear = await startApi({
+      env: { ...webhookEnv, WEBHOOK_ALLOW_HTTP: "0" },
+      webhookDispatcher: { pollMs: 50 },
+    });
+    try {
+      clear.service.dispatcher.start();
+      await paidOrder();
+      const rows = await eventually(async () => {
+        const found = await api.sql<{ error: string | null; status_code: number | null }[]>`
+          select a.error, a.status_code from api.webhook_attempts a
+          join api.webhook_deliveries d on d.id = a.delivery_id where d.endpoint_id = ${endpoint.id}`;
+        return found.length > 0 ? found : undefined;
+      });
+      expect(rows[0]).toEqual({ error: "blocked_protocol", status_code: null });
+      expect(hook.received).toHaveLength(0);
+    } finally {
+      await clear.close();
+      api.service.dispatcher.start();
+    }
+  });
+
+  test("N18, H7: a url is stored normalized; a tab or line break in it is refused; the 400 never names a resolved address", async () => {
+    const created = await api.call("POST", "/api/webhook-endpoints", {
+      token: adminToken,
+      body: { url: "HTTP://127.0.0.1:9/a/../hook?x=1", events: ["orders.refunded"] },
+    });
+    expect(created.status).toBe(201);
+    endpoints.push(created.json.id);
+    expect(created.json.url).toBe("http://127.0.0.1:9/hook?x=1");
+    for (const url of [
+      "https://exa\tmple.com/hook",
+      "https://example.com/ho\nok",
+      "https://example.com/\r",
+    ]) {
+      const res = await api.call("POST", "/api/webhook-endpoints", {
+        token: adminToken,
+        body: { url, events: ["orders.refunded"] },
+      });
+      expect(res.status).toBe(400);
+    }
+    const strict = await startApi({});
+    try {
+      const res = await strict.call("POST", "/api/webhook-endpoints", {
+        token: await strict.admin(),
+        body: { url: `https://${hostname()}/hook`, events: ["orders.refunded"] },
+      });
+      const [own] = await lookup(hostname(), { all: true });
+      if (own && isInternalAddress(own.address)) {
+        expect(res.status).toBe(400);
+        expect(res.text).not.toContain(own.address);
+      }
+    } finally {
+      await strict.close();
+    }
   });
 
   test("H7: secrets are never logged", async () => {

@@ -24,7 +24,7 @@ export const auditEntry = t.Object({
 });
 
 export const auditPage = named("PaymentsAuditPage", page(auditEntry), {
-  description: "What operators did on the payments service, newest first (V5)",
+  description: "What operators did on the payments service, newest first",
   examples: [
     {
       items: [

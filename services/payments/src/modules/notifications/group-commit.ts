@@ -121,7 +121,7 @@ export class GroupCommit {
         insert into payments.outbox (subject, message_id, payload, headers)
         select subject, key, ${messagePayload(sql)},
           case when traceparent is null then null
-            else jsonb_build_object('traceparent', traceparent) end
+            else pg_catalog.jsonb_build_object('traceparent', traceparent) end
         from (select s.*, i.subject, i.n from stored s join input i using (key)) as r
         where subject is not null
         order by n

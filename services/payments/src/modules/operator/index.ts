@@ -91,7 +91,7 @@ export function operatorController(deps: PaymentsDeps) {
             "does not swallow it; the api applies a notification id at most once, so a replay " +
             "only changes an order whose payment the api has not applied. 202: queued; the " +
             "relay publishes it at once, or when NATS is back. 409: the event makes no message. " +
-            'V5: an optional body {"note": "..."} (1 to 1000 characters) says why; the replay ' +
+            'An optional body {"note": "..."} (1 to 1000 characters) says why; the replay ' +
             "is written to the audit log (GET /api/audit) with the token's sub and the note. " +
             "The id may be the notification's key (stripe:evt_...) or its provider's id.",
           requestBody: {

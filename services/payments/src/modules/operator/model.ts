@@ -14,7 +14,7 @@ const summaryFields = {
   }),
   key: t.String({
     description:
-      "G5: the provider and its id as one text (stripe:evt_..., adyen:..., a generic id as it is): the message's notification_id and Nats-Msg-Id, the api's timeline notification_id",
+      "The provider and its id as one text (stripe:evt_..., adyen:..., a generic id as it is): the message's notification_id and Nats-Msg-Id, the api's timeline notification_id",
   }),
   provider: t.String({
     description: "Who sent it: generic, stripe or adyen",
@@ -42,7 +42,7 @@ const summaryFields = {
   ignored: t.Nullable(
     t.String({
       description:
-        "G4: why an event that moves money made no message (another mode's money, another merchant account); null otherwise",
+        "Why an event that moves money made no message (another mode's money, another merchant account); null otherwise",
     }),
   ),
 };

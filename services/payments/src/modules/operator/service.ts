@@ -166,14 +166,14 @@ export async function replayNotification(
       insert into payments.outbox (id, subject, message_id, payload, headers)
       select row_id, ${subject}, key || ':replay:' || row_id, ${messagePayload(sql)},
         case when traceparent is null then null
-          else jsonb_build_object('traceparent', traceparent) end
+          else pg_catalog.jsonb_build_object('traceparent', traceparent) end
       from payments.notifications, nextval(pg_get_serial_sequence('payments.outbox', 'id')) as row_id
       where key = ${id}
       returning message_id, created_at
     ), audited as (
       insert into payments.audit_log (actor, action, target, detail)
       select ${audit.actor}, 'notification.replay', ${id},
-        jsonb_strip_nulls(jsonb_build_object('note', ${audit.note ?? null}::text,
+        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('note', ${audit.note ?? null}::text,
           'message_id', message_id, 'subject', ${subject}::text))
       from queued
     )

@@ -8,9 +8,9 @@ export const refusalExample = t.Object({
   at: timestamp("When it was refused"),
   source_ip: t.String({ description: "The client address the webhook saw" }),
   reason: t.String({ examples: ["signature_mismatch"] }),
-  order_id: t.Nullable(
-    integer({ description: "The order the body claimed, when it parsed; null otherwise" }),
-  ),
+  order_id: t.Union([integer(), t.Null()], {
+    description: "The order the body claimed, when it parsed; null otherwise",
+  }),
 });
 
 export const refusalGroup = t.Object({
@@ -34,7 +34,7 @@ export const refusalList = named(
   "RefusedNotifications",
   t.Object({ items: t.Array(refusalGroup) }),
   {
-    description: "Refused notifications of the last 24 hours, by provider and reason (V4)",
+    description: "Refused notifications of the last 24 hours, by provider and reason",
     examples: [
       {
         items: [
@@ -64,7 +64,6 @@ export const refusalQuery = t.Object({
     t.String({
       format: "date-time",
       description: "From when (ISO 8601); at most, and by default, 24 hours back",
-      error: { path: "/since", message: "since must be an ISO 8601 date-time" },
     }),
   ),
   order_id: t.Optional(urlInt("query", "order_id", 1, Number.MAX_SAFE_INTEGER)),

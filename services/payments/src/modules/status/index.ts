@@ -1,4 +1,5 @@
 import { bearerAuth } from "@commerce/shared/platform/auth/bearer-auth";
+import { integer } from "@commerce/shared/platform/http/fields";
 import { named, problems } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
 import type { PaymentsDeps } from "../../deps";
@@ -6,7 +7,7 @@ import { operatorRealm, whoMayCall } from "../../lib/operator-realm";
 import { refusedLastHour } from "../refusals/service";
 
 const figure = (description: string) =>
-  t.Nullable(t.Integer({ minimum: 0, description: `${description}; null when it cannot be read` }));
+  t.Nullable(integer({ minimum: 0, description: `${description}; null when it cannot be read` }));
 
 /** U3: the payments service's figures for the console's health line (the readings of /metrics). */
 export const paymentsStatus = named(
@@ -15,7 +16,7 @@ export const paymentsStatus = named(
     outbox_backlog: figure("Outbox rows (order-paid messages) not yet published to JetStream"),
     outbox_dead: figure("Outbox rows set aside: their publication cannot succeed"),
     refused_last_hour: figure(
-      "V4: notifications the provider routes refused in the last hour, every replica's",
+      "Notifications the provider routes refused in the last hour, every replica's",
     ),
   }),
   {
@@ -49,7 +50,7 @@ export const statusController = (deps: PaymentsDeps) =>
           summary: "Read the payments service's operating figures",
           description:
             `${whoMayCall} The outbox backlog and the rows set aside, as /metrics has them, ` +
-            "read from the same 5-second cache, and the refusals of the last hour (V4, " +
+            "read from the same 5-second cache, and the refusals of the last hour (" +
             "GET /api/notifications/rejected); a figure that cannot be read is null.",
         },
       },

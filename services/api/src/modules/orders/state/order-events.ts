@@ -23,14 +23,14 @@ export type Cause = {
   trace?: TraceContext;
   /** M1, L4: the provider's id of the payment a message was about; on the timeline entry's detail. */
   paymentRef?: string;
-  /** V5, M3: the admin's token `sub` for a manual move or a review; on the event and the timeline. */
-  actor?: string;
-  /** V5: why an admin made the move; in the timeline entry's detail (not on the event). */
-  note?: string;
   /** G5: whose reference it is: payment references are compared within one provider only. */
   provider?: string;
   /** L5: a dispute's stage (`disputed` only): the timeline entry is `dispute_<stage>`. */
   stage?: DisputeStage;
+  /** V5, M3: the admin's token `sub` for a manual move or a review; on the event and the timeline. */
+  actor?: string;
+  /** V5: why an admin made the move; in the timeline entry's detail (not on the event). */
+  note?: string;
 };
 
 /** The `traceparent` header text of a cause: the relay publishes it with the message (O8). */
@@ -75,34 +75,31 @@ export function orderEventWrites(
     : sql`${cause.notificationId ?? null}::text`;
   const traceparent = perRow ? sql`r.traceparent` : sql`${traceparentOf(cause)}::text`;
   const paymentRef = perRow ? sql`r.payment_ref` : sql`${cause.paymentRef ?? null}::text`;
-  const actor = perRow ? sql`r.actor` : sql`${cause.actor ?? null}::text`;
-  const note = perRow ? sql`r.note` : sql`${cause.note ?? null}::text`;
   const provider = perRow ? sql`r.provider` : sql`${cause.provider ?? null}::text`;
   const stage = perRow ? sql`null::text` : sql`${cause.stage ?? null}::text`;
   // L5: a dispute is one event, `orders.disputed`, and three kinds of timeline entry.
   const timelineType = event === "disputed" ? sql`'dispute_' || ${stage}` : sql`${event}::text`;
+  const actor = perRow ? sql`r.actor` : sql`${cause.actor ?? null}::text`;
+  const note = perRow ? sql`r.note` : sql`${cause.note ?? null}::text`;
   const at = isoTimestamp(sql, `r.${atColumn[event]}`);
   // JetStream de-duplicates on it; a payment may fail, and be disputed, more than once, so those
   // are per notification.
-  const messageId =
-    event === "payment_failed" || event === "disputed"
-      ? sql`${`order-${event}-`}::text || ${notificationId}`
-      : sql`${`order-${event}-`}::text || r.id`;
+  const perNotification = event === "payment_failed" || event === "disputed";
+  const messageId = sql`${`order-${event}-`}::text || ${perNotification ? notificationId : sql`r.id`}`;
   return sql`
     order_message as (
       insert into api.outbox (subject, message_id, payload, headers)
       select ${topology.orders.event(event)}::text, ${messageId},
-        jsonb_strip_nulls(jsonb_build_object('order_id', r.id, 'status', r.status,
+        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('order_id', r.id, 'status', r.status,
           'amount', r.amount, 'currency', r.currency, 'at', ${at}, 'source', ${source},
           'reason', ${reason}, 'notification_id', ${notificationId},
-          'paid_at', ${event === "paid" ? at : sql`null::text`}, 'actor', ${actor},
-          'stage', ${stage},
+          'paid_at', ${event === "paid" ? at : sql`null::text`}, 'actor', ${actor}, 'stage', ${stage},
           'customer_id', r.customer_id,
-          'items', (select jsonb_agg(jsonb_build_object('product_id', i.product_id,
+          'items', (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('product_id', i.product_id,
               'name', i.name, 'qty', i.qty, 'unit_price', i.unit_price) order by i.line)
             from ${sql(items)} i where i.order_id = r.id))),
         case when ${traceparent} is not null
-          then jsonb_build_object('traceparent', ${traceparent}) end
+          then pg_catalog.jsonb_build_object('traceparent', ${traceparent}) end
       from ${sql(rows)} r
       returning message_id, payload
     ), order_deliveries as (
@@ -111,8 +108,8 @@ export function orderEventWrites(
     ), order_timeline as (
       insert into api.order_events (order_id, type, source, notification_id, actor, detail)
       select r.id, ${timelineType}, ${source}, ${notificationId}, ${actor},
-        jsonb_strip_nulls(jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef},
-          'note', ${note}, 'provider', ${provider}, 'stage', ${stage}))
+        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef},
+          'provider', ${provider}, 'stage', ${stage}, 'note', ${note}))
       from ${sql(rows)} r
     )`;
 }
@@ -182,7 +179,7 @@ const run = preparedStatements((db) => ({
 export async function recordOnTimeline(
   tx: Executor,
   orderId: number,
-  type: Exclude<TimelineType, OrderEventName>,
+  type: "review_opened" | "review_resolved",
   cause: Pick<Cause, "source" | "notificationId" | "actor">,
   detail: Record<string, unknown> = {},
 ): Promise<void> {

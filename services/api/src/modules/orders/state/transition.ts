@@ -38,9 +38,9 @@ type MoveInput = {
   notificationId?: string;
   traceparent: string | null;
   paymentRef?: string;
+  provider?: string;
   actor?: string;
   note?: string;
-  provider?: string;
   expect?: { amount: number; currency: string };
 };
 
@@ -69,11 +69,11 @@ function moveStatement(
         ${column((i) => i.expect?.amount ?? null)}::bigint[],
         ${column((i) => i.expect?.currency ?? null)}::text[],
         ${column((i) => i.paymentRef ?? null)}::text[],
+        ${column((i) => i.provider ?? null)}::text[],
         ${column((i) => i.actor ?? null)}::text[],
-        ${column((i) => i.note ?? null)}::text[],
-        ${column((i) => i.provider ?? null)}::text[]
+        ${column((i) => i.note ?? null)}::text[]
       ) as i(order_id, reason, notification_id, traceparent, amount, currency, payment_ref,
-        actor, note, provider)
+        provider, actor, note)
     ), movable as (
       select o.id as order_id, i.notification_id
       from api.orders o join input i on i.order_id = o.id
@@ -90,7 +90,7 @@ function moveStatement(
       from claimed c join input i on i.order_id = c.order_id
       where o.id = c.order_id
       returning o.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
-        i.payment_ref, i.actor, i.note, i.provider
+        i.payment_ref, i.provider, i.actor, i.note
     ), ${orderEventWrites(sql, topology, move.to, "moved", "per row")}
     select * from moved`;
 }

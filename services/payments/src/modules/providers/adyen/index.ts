@@ -221,9 +221,9 @@ export const adyen: ProviderPlugin<AdyenSettings, typeof adyenVariables> = {
         "configured, then every item's additionalData.hmacSignature under ADYEN_HMAC_KEYS " +
         "(401 and nothing stored unless all verify). AUTHORISATION (success true / false), " +
         "REFUND and CANCEL_OR_REFUND (true) move money; NOTIFICATION_OF_CHARGEBACK, CHARGEBACK, " +
-        "CHARGEBACK_REVERSED and SECOND_CHARGEBACK make a dispute message (L5); every other item " +
+        "CHARGEBACK_REVERSED and SECOND_CHARGEBACK make a dispute message; every other item " +
         "is stored, and so is one of a batch whose live is not PAYMENT_MODE's or of a merchant " +
-        "account not in ADYEN_MERCHANT_ACCOUNTS (G4), without a message. The order is merchantReference. " +
+        "account not in ADYEN_MERCHANT_ACCOUNTS, without a message. The order is merchantReference. " +
         "The batch is stored in one transaction; the answer is [accepted]. 404 when " +
         "ADYEN_HMAC_KEYS is not set.",
       security: adyenSecurity,

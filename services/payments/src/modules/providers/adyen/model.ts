@@ -103,4 +103,23 @@ named("AdyenNotificationRequestItem", notificationRequestItem, {
 });
 named("AdyenNotificationBatch", adyenBatch, {
   description: "An Adyen standard webhook: a batch of notification items",
+  examples: [
+    {
+      live: "false",
+      notificationItems: [
+        {
+          NotificationRequestItem: {
+            eventCode: "AUTHORISATION",
+            success: "true",
+            pspReference: "QFQTPCQ8HXSKGK82",
+            merchantReference: "42",
+            merchantAccountCode: "ShopECOM",
+            amount: { value: 4200, currency: "USD" },
+            eventDate: "2026-11-23T20:41:07+01:00",
+            additionalData: { hmacSignature: "coqCmt/IZ4E3CzPvMY8zTjQVL5hYJUiBRg8UU+iCWo0=" },
+          },
+        },
+      ],
+    },
+  ],
 });

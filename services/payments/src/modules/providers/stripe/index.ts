@@ -141,8 +141,8 @@ export const stripe: ProviderPlugin<StripeSettings, typeof stripeVariables> = {
         "STRIPE_WEBHOOK_SECRETS (401). payment_intent.succeeded, checkout.session.completed " +
         "(paid), checkout.session.async_payment_succeeded / _failed, payment_intent." +
         "payment_failed and charge.refunded move money, charge.dispute.created / closed make a " +
-        "dispute message (L5); every other event is stored and answered 200, and so is an " +
-        "event whose livemode is not PAYMENT_MODE's (G4), without a message. The order is data.object.metadata.order_id, else client_reference_id. " +
+        "dispute message; every other event is stored and answered 200, and so is an " +
+        "event whose livemode is not PAYMENT_MODE's, without a message. The order is data.object.metadata.order_id, else client_reference_id. " +
         "404 when STRIPE_WEBHOOK_SECRETS is not set.",
       security: stripeSecurity,
       requestSchema: stripeEvent,

@@ -66,4 +66,24 @@ export const stripeSecurity = {
 export type StripeEvent = typeof stripeEvent.static;
 
 // D5: the document's named components.
-named("StripeEvent", stripeEvent, { description: "A Stripe event, as Stripe sends it" });
+named("StripeEvent", stripeEvent, {
+  description: "A Stripe event, as Stripe sends it",
+  examples: [
+    {
+      id: "evt_3PkR2xLkdIwHu7ix0Q1a2b3c",
+      object: "event",
+      type: "payment_intent.succeeded",
+      livemode: false,
+      data: {
+        object: {
+          id: "pi_3PkR2xLkdIwHu7ix1Zz9y8x7",
+          object: "payment_intent",
+          amount: 4200,
+          amount_received: 4200,
+          currency: "usd",
+          metadata: { order_id: "42" },
+        },
+      },
+    },
+  ],
+});

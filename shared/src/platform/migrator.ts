@@ -1,0 +1,46 @@
+import type { MigrationMeta } from "drizzle-orm/migrator";
+import type postgres from "postgres";
+
+/**
+ * drizzle's migrator, minus what a service's role may not do (N14): drizzle runs `CREATE SCHEMA
+ * IF NOT EXISTS drizzle` and `CREATE TABLE IF NOT EXISTS` on every start, and PostgreSQL checks
+ * the CREATE privilege before it looks whether the object exists, so a role without CREATE on the
+ * database could not start. Here each is run only when its object is missing, and a migration's
+ * `CREATE SCHEMA "<own>"` is skipped when the deployment's init script made the schema already.
+ * The bookkeeping is drizzle's own table layout and rule (the newest `created_at` applied), so a
+ * database migrated by drizzle's migrator goes on here unchanged.
+ */
+export async function applyMigrations(
+  sql: postgres.Sql,
+  migrations: MigrationMeta[],
+  { migrationsSchema, migrationsTable }: { migrationsSchema: string; migrationsTable: string },
+) {
+  const qualified = `${migrationsSchema}.${migrationsTable}`;
+  if (!(await schemaExists(sql, migrationsSchema)))
+    await sql`create schema if not exists ${sql(migrationsSchema)}`;
+  const [{ present }] = await sql<{ present: boolean }[]>`
+    select pg_catalog.to_regclass(${`"${migrationsSchema}"."${migrationsTable}"`}) is not null as present`;
+  if (!present)
+    await sql`create table if not exists ${sql(qualified)} (
+      id serial primary key, hash text not null, created_at bigint)`;
+  const [last] = await sql<{ created_at: string }[]>`
+    select created_at from ${sql(qualified)} order by created_at desc limit 1`;
+  const pending = migrations.filter((m) => !last || Number(last.created_at) < m.folderMillis);
+  if (pending.length === 0) return;
+  await sql.begin(async (tx) => {
+    for (const migration of pending) {
+      for (const statement of migration.sql) {
+        const made = /^\s*CREATE SCHEMA "([^"]+)";?\s*$/i.exec(statement)?.[1];
+        if (made !== undefined && (await schemaExists(tx, made))) continue;
+        await tx.unsafe(statement);
+      }
+      await tx`insert into ${sql(qualified)} (hash, created_at)
+        values (${migration.hash}, ${migration.folderMillis})`;
+    }
+  });
+}
+
+async function schemaExists(sql: postgres.Sql | postgres.TransactionSql, name: string) {
+  const rows = await sql`select 1 from pg_catalog.pg_namespace where nspname = ${name}`;
+  return rows.length > 0;
+}
