@@ -107,13 +107,13 @@ export class RefusalTally {
         insert into payments.refused_notifications as r
           (provider, reason, minute, count, first_at, last_at, examples)
         select provider, reason, date_trunc('minute', last_at::timestamptz), count,
-          first_at::timestamptz, last_at::timestamptz, examples
+          first_at::timestamptz, last_at::timestamptz, examples::jsonb
         from unnest(
           ${column((g) => g.provider)}::text[], ${column((g) => g.reason)}::text[],
-          -- postgres.js cannot send a timestamptz[] of text; the casts are per row.
+          -- postgres.js cannot send a timestamptz[] or jsonb[] of text; the casts are per row.
           ${column((g) => g.count)}::bigint[], ${column((g) => g.firstAt)}::text[],
           ${column((g) => g.lastAt)}::text[],
-          ${column((g) => JSON.stringify(g.examples))}::jsonb[]
+          ${column((g) => JSON.stringify(g.examples))}::text[]
         ) as g(provider, reason, count, first_at, last_at, examples)
         on conflict (provider, reason, minute) do update set
           count = r.count + excluded.count,
