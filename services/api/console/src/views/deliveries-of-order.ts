@@ -4,30 +4,16 @@ import { answerOf, api } from "../services";
 import { empty, link, table } from "../ui";
 import { retryButton } from "./retry";
 
-type OrderDelivery = {
-  id: number;
-  endpoint_id: number;
-  endpoint_description: string | null;
-  endpoint_url: string;
-  event_type: string;
-  message_id: string;
-  status: string;
-  attempts: number;
-  next_attempt_at: string | null;
-  last_status_code: number | null;
-  created_at: string;
-};
-
 /**
  * U7 "Did the warehouse hear of order N?": the order's outgoing deliveries, one table per
  * endpoint (named by its description), each with its status, attempts, last status code and
  * "Retry". An endpoint with no row here was never sent this order's events.
  */
 export async function deliveriesOfOrder(place: Element, orderId: number) {
-  const { items } = (await answerOf(
+  const { items } = await answerOf(
     api().api.orders({ order_id: orderId }).deliveries.get(),
     "Listing the order's webhook deliveries",
-  )) as { items: OrderDelivery[] };
+  );
   if (!items.length) {
     place.replaceChildren(
       empty("No webhook delivery for this order: no endpoint was subscribed to its events."),

@@ -64,21 +64,6 @@ export function age(seconds: number): string {
 /** H3: a delivery pending longer than this means its endpoint is failing now (U7). */
 const pendingTooLong = 5 * 60;
 
-type ApiFigures = {
-  outbox_backlog: number | null;
-  outbox_dead: number | null;
-  payment_consumer_lag: number | null;
-  open_reviews: number | null;
-  failing_endpoints: number | null;
-  disabled_endpoints?: number | null;
-  oldest_pending_delivery_seconds?: number | null;
-};
-type PaymentsFigures = {
-  outbox_backlog: number | null;
-  outbox_dead: number | null;
-  refused_last_hour?: number | null;
-};
-
 /**
  * U3, U7 "What is failing now?": both services' readiness, endpoints failing now (not counting
  * disabled ones, shown apart), the age of the oldest pending delivery, notifications refused in
@@ -90,10 +75,8 @@ export async function refreshHealth(place: Element): Promise<void> {
   const [apiReady, paymentsReady, apiStatus, paymentsStatus] = await Promise.all([
     ready(location.origin),
     paymentsBase ? ready(paymentsBase) : Promise.resolve("not configured"),
-    statusOf(api().api.status.get(), "Reading the api's status") as Promise<ApiFigures | undefined>,
-    (client
-      ? statusOf(client.api.status.get(), "Reading the payments status")
-      : undefined) as Promise<PaymentsFigures | undefined>,
+    statusOf(api().api.status.get(), "Reading the api's status"),
+    client ? statusOf(client.api.status.get(), "Reading the payments status") : undefined,
   ]);
   const oldest = apiStatus?.oldest_pending_delivery_seconds;
   const figures: Child[] = [
