@@ -89,7 +89,7 @@ describe("U3 payment reviews and notifications", () => {
     await page.close();
   }, 60_000);
 
-  test("U3 a notification is found by its order and replayed after Confirm", async () => {
+  test("U3, V5 a notification is found by its order and replayed with a Note after Confirm; the Audit view shows who and why", async () => {
     const order = await con.stack.newOrder(700);
     const notification = succeeded(order);
     await con.stack.notify(notification);
@@ -106,8 +106,22 @@ describe("U3 payment reviews and notifications", () => {
     // V3: the provider and the payment reference (the notification id for generic).
     await sees(page, "Payment ref");
     await click(page, "button", "Replay");
+    const why = `api database restored, ${unique("ticket")}`;
+    await fill(page, "textbox", "Note", why);
     await click(page, "button", "Confirm");
     await sees(page, "Replay queued");
+    await click(page, "link", "Audit");
+    await heading(page, "Audit log");
+    const row = await page.$$eval(
+      "tbody tr",
+      (rows, note) => {
+        const found = rows.find((tr) => ((tr as any).innerText as string).includes(note));
+        return found ? ((found as any).innerText as string) : undefined;
+      },
+      why,
+    );
+    expect(row).toContain(con.adminSub);
+    expect(row).toContain("payments");
     await page.close();
   }, 60_000);
 });
