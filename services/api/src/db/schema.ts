@@ -335,8 +335,9 @@ export const auditLog = api.table("audit_log", {
 });
 
 /**
- * N16: the console's one-time sign-in codes. Only the code's SHA-256 is kept; the token waits here
- * until the code is exchanged (the row is deleted then) or expires (deleted by the next use).
+ * N16: the console's one-time sign-in codes. Only the code's SHA-256 is kept, and the token sealed
+ * under a key made from the code, until the code is exchanged (the row is deleted then) or
+ * expires (deleted by the next use).
  */
 export const consoleSignInCodes = api.table("console_sign_in_codes", {
   codeHash: text("code_hash").primaryKey(),
