@@ -112,9 +112,14 @@ export async function demo(
       order.currency === "USD" ? "" : ` --currency ${order.currency}`,
       paymentsPort === 3001 ? "" : ` --url http://127.0.0.1:${paymentsPort}/api/webhooks/payment`,
     ].join("");
+  // N16: the link carries a code that signs in once, within 10 minutes; never the token itself.
+  const signIn = await call<{ code: string; expires_at: string }>(
+    "POST",
+    "/api/console/sign-in-codes",
+    adminToken,
+  );
   return [
-    // U2: the fragment never reaches a server; the console keeps the token in the tab and clears it.
-    `Operator console (signs in as demo-admin): ${apiUrl}/console#token=${adminToken}`,
+    `Operator console (signs in as demo-admin once, until ${signIn.expires_at}): ${apiUrl}/console#code=${signIn.code}`,
     "",
     `Tokens (valid ${tokenTtl}; more with npm run token -- --sub NAME [--admin]):`,
     `  export ADMIN_TOKEN=${adminToken}`,

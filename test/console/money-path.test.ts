@@ -55,7 +55,7 @@ const openReviewOf = (orderId: number, what: string) =>
   );
 
 describe("U3 payment reviews and notifications", () => {
-  test("U3 a mismatch review is applied with a note, accepting the amount received", async () => {
+  test("U3, V6 a mismatch review is applied with a note, accepting the amount received; the refusal names the checkbox, not a JSON field", async () => {
     const order = await con.stack.newOrder(5000);
     expect((await con.stack.notify(succeeded(order, { amount: 4500 }))).status).toBe(200);
     const review = await openReviewOf(order.order_id, "the mismatch review");
@@ -73,7 +73,9 @@ describe("U3 payment reviews and notifications", () => {
     // U4: applying without accepting the difference is the api's 409, shown in the review.
     await click(page, "button", "Apply", card);
     const refusal = await card.waitForSelector("[role=alert]");
-    expect(await refusal?.evaluate((element) => element.textContent)).toContain("accept_amount");
+    const said = await refusal?.evaluate((element) => element.textContent ?? "");
+    expect(said).toContain("Accept the amount received");
+    expect(said).not.toContain("accept_amount");
     expect(await con.stack.orderStatus(order.order_id)).toBe("created");
     await click(page, "checkbox", "Accept the amount received", card);
     await click(page, "button", "Apply", card);
@@ -87,7 +89,7 @@ describe("U3 payment reviews and notifications", () => {
     await page.close();
   }, 60_000);
 
-  test("U3 a notification is found by its order and replayed after Confirm", async () => {
+  test("U3, V5 a notification is found by its order and replayed with a Note after Confirm; the Audit view shows who and why", async () => {
     const order = await con.stack.newOrder(700);
     const notification = succeeded(order);
     await con.stack.notify(notification);
@@ -104,8 +106,22 @@ describe("U3 payment reviews and notifications", () => {
     // V3: the provider and the payment reference (the notification id for generic).
     await sees(page, "Payment ref");
     await click(page, "button", "Replay");
+    const why = `api database restored, ${unique("ticket")}`;
+    await fill(page, "textbox", "Note", why);
     await click(page, "button", "Confirm");
     await sees(page, "Replay queued");
+    await click(page, "link", "Audit");
+    await heading(page, "Audit log");
+    const row = await page.$$eval(
+      "tbody tr",
+      (rows, note) => {
+        const found = rows.find((tr) => ((tr as any).innerText as string).includes(note));
+        return found ? ((found as any).innerText as string) : undefined;
+      },
+      why,
+    );
+    expect(row).toContain(con.adminSub);
+    expect(row).toContain("payments");
     await page.close();
   }, 60_000);
 });
@@ -145,8 +161,9 @@ describe("U3 webhook endpoints", () => {
       await page.click("details summary");
       await sees(page, "receiver down");
       receiver.answer(() => ({ status: 200 }));
+      // U7: a manual retry shows the new attempt's outcome on its card.
       await click(page, "button", "Retry");
-      await sees(page, "Retry queued");
+      await sees(page, "Delivered: the receiver answered 200");
       await con.accessible(page);
       await page.close();
     } finally {
@@ -186,7 +203,7 @@ const endpointStatus = async (id: string) =>
   )[0]?.status;
 
 describe("U3 the health line", () => {
-  test("U3, N4 with METRICS_TOKEN set on both services the health line shows numbers, and counts every failing endpoint", async () => {
+  test("U3, U7, N4 with METRICS_TOKEN set on both services the health line shows numbers, and counts every disabled endpoint apart from failing ones", async () => {
     for (const service of [con.stack.api, con.stack.payments]) {
       expect((await fetch(`${service.url}/metrics`)).status).toBe(401);
       const scraped = await fetch(`${service.url}/metrics`, {
@@ -203,8 +220,7 @@ describe("U3 the health line", () => {
       returning id`;
     try {
       const [{ failing }] = await con.stack.sql<{ failing: number }[]>`
-        select count(*)::int as failing from api.webhook_endpoints
-        where status = 'disabled' and disabled_reason <> 'manual'`;
+        select count(*)::int as failing from api.webhook_endpoints where status = 'disabled'`;
       expect(failing).toBeGreaterThan(100);
       const page = await con.signedIn();
       const line = () =>
@@ -215,14 +231,20 @@ describe("U3 the health line", () => {
           await page.goto(`${con.stack.api.url}/console`);
           await heading(page, "Orders");
           const items = await line();
-          return items.includes(`Failing endpoints: ${failing}`) ? items : undefined;
+          return items.includes(`Disabled endpoints: ${failing}`) ? items : undefined;
         },
         15_000,
         "the health line counting every failing endpoint",
       );
       expect(shown).toContain("api: ready");
       expect(shown).toContain("payments: ready");
-      for (const label of ["Outbox backlog", "Set aside", "Consumer lag", "Open reviews"])
+      for (const label of [
+        "Failing endpoints",
+        "Outbox backlog",
+        "Set aside",
+        "Consumer lag",
+        "Open reviews",
+      ])
         expect(shown.find((item) => item.startsWith(`${label}: `))).toMatch(/: \d+$/);
       expect(shown.join(" ")).not.toContain("unknown");
       await page.close();

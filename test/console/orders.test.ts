@@ -65,7 +65,9 @@ describe("U3 orders", () => {
       if (
         request.method() === "GET" &&
         url.origin === con.stack.payments.url &&
-        /^\/api\/notifications\/[^/]+$/.test(url.pathname)
+        /^\/api\/notifications\/[^/]+$/.test(url.pathname) &&
+        // V4's refusals list (no body in it) is read by the order page on its own.
+        url.pathname !== "/api/notifications/rejected"
       )
         rawBodyReads.push(decodeURIComponent(url.pathname.split("/").pop() ?? ""));
     });
@@ -115,6 +117,9 @@ describe("U3 orders", () => {
     expect(details).toEqual([
       "reason",
       "mismatch",
+      // G5: whose payment reference it is.
+      "provider",
+      "generic",
       "review",
       `Review ${review}`,
       "payment ref",
@@ -131,16 +136,21 @@ describe("U3 orders", () => {
     await page.close();
   }, 60_000);
 
-  test("U3 a move asks Confirm first; the order moves and its timeline says manual", async () => {
+  test("U3, V5 a move asks a Note, then Confirm; the order moves and its timeline says manual, by whom and why", async () => {
     const order = await con.stack.newOrder(1200);
     const page = await con.signedIn();
     await page.goto(`${con.stack.api.url}/console/orders/${order.order_id}`);
     await heading(page, `Order ${order.order_id}`);
     await click(page, "button", "Cancel order");
     await byRole(page, "button", "Confirm");
+    // V5: no note, no move: the field is required.
+    await click(page, "button", "Confirm");
     expect(await con.stack.orderStatus(order.order_id)).toBe("created");
+    await fill(page, "textbox", "Note", "Customer asked by phone, ticket 77");
     await click(page, "button", "Confirm");
     await sees(page, "source: manual");
+    await sees(page, "Customer asked by phone, ticket 77");
+    await sees(page, `by ${con.adminSub}`);
     expect(await con.stack.orderStatus(order.order_id)).toBe("cancelled");
     await page.close();
   }, 60_000);
@@ -153,8 +163,10 @@ describe("U3 orders", () => {
     // Someone else cancels it while this page still offers "Mark paid".
     await con.stack.callApi("PATCH", `/api/orders/${order.order_id}`, con.stack.admin, {
       status: "cancelled",
+      note: "cancelled elsewhere",
     });
     await click(page, "button", "Mark paid");
+    await fill(page, "textbox", "Note", "Paid by bank transfer");
     await click(page, "button", "Confirm");
     const alert = await page.waitForSelector(".action [role=alert]");
     const text = await alert?.evaluate((element) => element.textContent ?? "");
@@ -230,7 +242,12 @@ describe("U5 keyboard only", () => {
     await heading(page, `Order ${order.order_id}`);
     await tabTo(page, "Cancel order", (e) => e.textContent === "Cancel order");
     await page.keyboard.press("Enter");
-    // "Confirm" takes the focus, so Enter confirms.
+    // The "Note" takes the focus; Tab reaches "Confirm", and Enter confirms.
+    await page.waitForFunction(
+      () => (globalThis as any).document.activeElement?.id === "note-cancelled",
+    );
+    await page.keyboard.type("Duplicate order");
+    await page.keyboard.press("Tab");
     await page.waitForFunction(
       () => (globalThis as any).document.activeElement?.textContent === "Confirm",
     );

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { token, unique } from "../harness/basics";
+import postgres from "postgres";
+import { testDatabaseUrl, token, unique } from "../harness/basics";
 import { byRole, click, fill, heading, phone, screenshot, sees } from "../harness/browser";
 import { type ConsoleTestbed, openConsole } from "./support";
 
@@ -80,18 +81,19 @@ describe("U1 the console is served by the api", () => {
 });
 
 describe("U2 sign-in", () => {
-  test("U2 /console#token= signs in, clears the address bar and keeps the token in sessionStorage only", async () => {
+  test("U2/N16 the sign-in link's one-time code signs in, clears the address bar and keeps the token in sessionStorage only", async () => {
     const page = await con.signedIn();
     expect(page.url()).toBe(`${con.stack.api.url}/console`);
     const kept = await page.evaluate(() => {
       const { sessionStorage, localStorage, document } = globalThis as any;
       return {
         session: sessionStorage.length,
+        token: sessionStorage.getItem("console.token"),
         local: localStorage.length,
         cookie: document.cookie,
       };
     });
-    expect(kept).toEqual({ session: 1, local: 0, cookie: "" });
+    expect(kept).toEqual({ session: 1, token: con.stack.admin, local: 0, cookie: "" });
     await con.accessible(page);
     await page.close();
   });
@@ -120,7 +122,9 @@ describe("U2 sign-in", () => {
 
   test("U2 a customer's token and an expired one return to sign-in saying so", async () => {
     const page = await con.browser.newPage();
-    await page.goto(`${con.stack.api.url}/console#token=${con.stack.customer}`);
+    await page.goto(`${con.stack.api.url}/console`);
+    await fill(page, "textbox", "Token", con.stack.customer);
+    await click(page, "button", "Sign in");
     await sees(page, "not an admin");
     await byRole(page, "textbox", "Token");
     const expired = await token({
@@ -141,10 +145,123 @@ describe("U2 sign-in", () => {
       "another-secret-of-at-least-32-characters",
     );
     const page = await con.browser.newPage();
-    await page.goto(`${con.stack.api.url}/console#token=${forged}`);
+    await page.goto(`${con.stack.api.url}/console`);
+    await fill(page, "textbox", "Token", forged);
+    await click(page, "button", "Sign in");
     await sees(page, "refused the token");
     await byRole(page, "textbox", "Token");
     await page.close();
+  });
+});
+
+describe("N16 the sign-in link carries a one-time code", () => {
+  const exchange = (code: string) =>
+    fetch(`${con.stack.api.url}/console/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ code }),
+    });
+
+  test("N16 after signing in by the link, the browser's history holds nothing that signs in", async () => {
+    const { code } = await con.signInCode();
+    const link = `${con.stack.api.url}/console#code=${code}`;
+    const page = await con.browser.newPage();
+    await page.goto(link);
+    await heading(page, "Orders");
+    expect(await page.evaluate(() => (globalThis as any).location.href)).toBe(
+      `${con.stack.api.url}/console`,
+    );
+    // Every address this tab's history holds: none carries the token or the code.
+    const session = await page.createCDPSession();
+    const { entries } = await session.send("Page.getNavigationHistory");
+    await session.detach();
+    expect(entries.length).toBeGreaterThan(0);
+    for (const { url } of entries) {
+      expect(url).not.toContain(con.stack.admin);
+      expect(url).not.toContain(code);
+    }
+    // And the link itself, wherever else it was kept (a browser's History database, a terminal's
+    // scrollback), signs no one in any more: its code was used.
+    const again = await exchange(code);
+    expect(again.status).toBe(401);
+    expect(again.headers.get("content-type")).toContain("application/problem+json");
+    await page.close();
+  });
+
+  test("N16 a code is exchanged once within 10 minutes; a second exchange, an unknown or expired code is 401 problem+json", async () => {
+    const { code, expires_at } = await con.signInCode();
+    expect(code.length).toBeGreaterThanOrEqual(40);
+    const lifetime = Date.parse(expires_at) - Date.now();
+    expect(lifetime).toBeGreaterThan(0);
+    expect(lifetime).toBeLessThanOrEqual(10 * 60 * 1000);
+
+    const first = await exchange(code);
+    expect(first.status).toBe(200);
+    expect(await first.json()).toEqual({ token: con.stack.admin });
+    const second = await exchange(code);
+    expect(second.status).toBe(401);
+    const problem = (await second.json()) as { title: string; detail: string };
+    expect(problem.title).toBe("Unauthorized");
+    expect(problem.detail).toContain("once");
+    expect((await exchange("not-a-code")).status).toBe(401);
+
+    // At rest: the code's hash, and the token sealed under the code: no row holds either.
+    const sql = postgres(testDatabaseUrl, { max: 1, onnotice: () => {} });
+    try {
+      const waiting = await con.signInCode();
+      const hash = new Bun.CryptoHasher("sha256").update(waiting.code).digest("hex");
+      const rows = await sql`select code_hash, token from api.console_sign_in_codes`;
+      expect(rows.map((row) => row.code_hash)).toContain(hash);
+      const stored = JSON.stringify(rows);
+      expect(stored).not.toContain(waiting.code);
+      expect(stored).not.toContain(con.stack.admin);
+      expect(stored).not.toContain(con.stack.admin.split(".")[1]);
+      await sql`update api.console_sign_in_codes set expires_at = now() - interval '1 second'
+        where code_hash = ${hash}`;
+      expect((await exchange(waiting.code)).status).toBe(401);
+      // The expired one is gone.
+      const left = await sql`select count(*)::int as n from api.console_sign_in_codes
+        where code_hash = ${hash}`;
+      expect(left[0].n).toBe(0);
+    } finally {
+      await sql.end();
+    }
+  });
+
+  test("N16 only an admin gets a code (401 without a token, 403 for a customer); bad bodies are 400", async () => {
+    const ask = (bearer?: string) =>
+      fetch(`${con.stack.api.url}/api/console/sign-in-codes`, {
+        method: "POST",
+        headers: bearer ? { authorization: `Bearer ${bearer}` } : {},
+      });
+    expect((await ask()).status).toBe(401);
+    expect((await ask(con.stack.customer)).status).toBe(403);
+    for (const body of ["{}", '{"code": 7}', "not json"]) {
+      const answer = await fetch(`${con.stack.api.url}/console/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      expect(answer.status).toBe(400);
+      expect(answer.headers.get("content-type")).toContain("application/problem+json");
+    }
+  });
+
+  test("N16 a used link returns to sign-in saying so; a link with a token is not used", async () => {
+    const { code } = await con.signInCode();
+    expect((await exchange(code)).status).toBe(200);
+    const page = await con.browser.newPage();
+    await page.goto(`${con.stack.api.url}/console#code=${code}`);
+    await sees(page, "used already or expired");
+    await byRole(page, "textbox", "Token");
+    await page.close();
+    // An old link with the token itself: taken out of the address bar, and not used.
+    const old = await con.browser.newPage();
+    await old.goto(`${con.stack.api.url}/console#token=${con.stack.admin}`);
+    await sees(old, "not accepted");
+    expect(await old.evaluate(() => (globalThis as any).sessionStorage.length)).toBe(0);
+    expect(old.url()).toBe(`${con.stack.api.url}/console`);
+    await old.close();
   });
 });
 

@@ -425,6 +425,12 @@ describe("every documented operation, against the running services", () => {
       ).status,
     ).toBe(200);
     expect((await call(api, "GET", "/api/audit", { token: admin })).status).toBe(200);
+    // N16: the console's one-time sign-in code, exchanged once.
+    const signIn = await call(api, "POST", "/api/console/sign-in-codes", { token: admin });
+    expect(signIn.status).toBe(201);
+    const code = { body: { code: (signIn.json as { code: string }).code } };
+    expect((await call(api, "POST", "/console/session", code)).status).toBe(200);
+    expect((await call(api, "POST", "/console/session", code)).status).toBe(401);
     expect((await call(api, "DELETE", `${hooks}/{id}`, hook)).status).toBe(204);
     expect((await call(api, "GET", `${hooks}/{id}`, hook)).status).toBe(404);
 

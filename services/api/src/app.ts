@@ -14,6 +14,7 @@ import { auth, bearerSecurity } from "./modules/auth";
 import { cartController } from "./modules/cart";
 import { checkoutController } from "./modules/cart/checkout";
 import { consoleController } from "./modules/console";
+import { signInController } from "./modules/console/sign-in";
 import { ordersController } from "./modules/orders";
 import { orderBodyShapes } from "./modules/orders/model";
 import { outboxController } from "./modules/outbox";
@@ -156,6 +157,7 @@ export function createApp(deps: ApiDeps) {
     .use(reviewsController(deps))
     .use(outboxController(deps))
     .use(consoleController(deps))
+    .use(signInController(deps))
     .use(webhooksController(deps))
     .use(webhookDeliveriesController(deps))
     .use(auditController(deps))

@@ -1,13 +1,16 @@
 import { type Child, h, show } from "./dom";
 import { answerOf, api, type Problem, SignedOut, whenUnauthorized } from "./services";
-import { refusalOf, session, takeTokenFromAddress } from "./session";
+import { refusalOf, session, takeCodeFromAddress } from "./session";
 import { empty, link, problemBox, setNavigator } from "./ui";
+import { auditView } from "./views/audit";
 import { endpointView } from "./views/endpoint";
-import { refreshHealth } from "./views/health";
+import { keepHealthFresh } from "./views/health";
 import { notificationsView } from "./views/notifications";
 import { orderView } from "./views/order";
 import { ordersView } from "./views/orders";
+import { refusalsView } from "./views/refusals";
 import { reviewsView, reviewView } from "./views/reviews";
+import { setAsideView } from "./views/set-aside";
 import { signInView } from "./views/sign-in";
 import { webhooksView } from "./views/webhooks";
 
@@ -31,6 +34,9 @@ function viewFor(path: string): View | undefined {
       "/console/reviews": reviewsView,
       "/console/notifications": notificationsView,
       "/console/webhooks": webhooksView,
+      "/console/refusals": refusalsView,
+      "/console/audit": auditView,
+      "/console/outbox": setAsideView,
     } as Record<string, View>
   )[path];
 }
@@ -40,6 +46,8 @@ const sections = [
   ["/console/reviews", "Payment reviews"],
   ["/console/notifications", "Notifications"],
   ["/console/webhooks", "Webhooks"],
+  ["/console/refusals", "Refusals"],
+  ["/console/audit", "Audit"],
 ] as const;
 
 function showSignIn(message?: string) {
@@ -118,7 +126,7 @@ async function render() {
     health,
     main,
   );
-  void refreshHealth(health).catch(() => show(health, "Health unknown"));
+  keepHealthFresh(health);
   const view = viewFor(path);
   try {
     show(
@@ -148,6 +156,28 @@ setNavigator((path) => {
 });
 window.addEventListener("popstate", () => void render());
 
-const fromAddress = takeTokenFromAddress();
-if (fromAddress) void signIn(fromAddress);
+/** N16: the one-time code of the sign-in link, exchanged once for the token it stands for. */
+async function signInWithCode(code: string) {
+  try {
+    const { token } = await answerOf(
+      api().console.session.post({ code }),
+      "Exchanging the sign-in code",
+      { signOutOn401: false },
+    );
+    await signIn(token);
+  } catch (error) {
+    showSignIn(
+      (error as Problem).status === 401
+        ? "This sign-in link was used already or expired (it works once, within 10 minutes). Sign in with a token, or run npm start again for a new link."
+        : `${(error as Problem).title}: ${(error as Problem).detail}`,
+    );
+  }
+}
+
+const fromAddress = takeCodeFromAddress();
+if (fromAddress.code) void signInWithCode(fromAddress.code);
+else if (fromAddress.token)
+  showSignIn(
+    "Links that carry a token are not accepted (N16): paste the token, or use a sign-in link.",
+  );
 else void render();

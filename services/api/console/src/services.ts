@@ -7,6 +7,8 @@ export class Problem extends Error {
     readonly title: string,
     readonly detail: string,
     readonly status?: number,
+    /** The problem's stable `code` (V6), which the console says in its own words. */
+    readonly code?: string,
   ) {
     super(`${title}: ${detail}`);
   }
@@ -34,11 +36,16 @@ function problemOf(status: number, value: unknown): Problem {
   const errors = Array.isArray(body.errors)
     ? body.errors.map((e: { path?: string; message?: string }) => `${e.path}: ${e.message}`)
     : [];
-  return new Problem(title, [detail, ...errors].filter(Boolean).join(" "), status);
+  const code = typeof body.code === "string" ? body.code : undefined;
+  return new Problem(title, [detail, ...errors].filter(Boolean).join(" "), status, code);
 }
 
 /** The answer's data, or a Problem; a 401 also signs out. Nothing is dropped silently. */
-export async function answerOf<T>(request: Promise<Answer<T>>, what: string): Promise<T> {
+export async function answerOf<T>(
+  request: Promise<Answer<T>>,
+  what: string,
+  { signOutOn401 = true } = {},
+): Promise<T> {
   let answer: Answer<T>;
   try {
     answer = await request;
@@ -48,7 +55,7 @@ export async function answerOf<T>(request: Promise<Answer<T>>, what: string): Pr
   if (answer.error) {
     const status = Number(answer.error.status);
     const problem = problemOf(status, answer.error.value);
-    if (status === 401) {
+    if (status === 401 && signOutOn401) {
       onUnauthorized(`${problem.title}: ${problem.detail}`);
       throw new SignedOut();
     }

@@ -11,14 +11,16 @@ export const session = {
 };
 
 /**
- * `/console#token=<jwt>` (the link `npm start` prints): the token is kept and the fragment taken
- * out of the address bar and the history at once. A fragment never reaches a server.
+ * N16: `/console#code=<code>` (the link `npm start` prints) carries a one-time code, never a
+ * token. The fragment leaves the address bar at once; the code is then exchanged, once, for the
+ * token. The history may keep the address: a used or expired code signs no one in.
+ * A `#token=` fragment (an old link) is taken out too, and not used: a token is never in a URL.
  */
-export function takeTokenFromAddress(): string | undefined {
-  const match = location.hash.match(/^#token=([^&]+)/);
-  if (!match) return undefined;
+export function takeCodeFromAddress(): { code?: string; token?: true } {
+  const match = location.hash.match(/^#(code|token)=([^&]+)/);
+  if (!match) return {};
   history.replaceState(history.state, "", location.pathname + location.search);
-  return decodeURIComponent(match[1]);
+  return match[1] === "code" ? { code: decodeURIComponent(match[2]) } : { token: true };
 }
 
 type Claims = { exp?: number; scope?: string; sub?: string };

@@ -27,15 +27,28 @@ export function link(href: string, ...children: Child[]) {
   );
 }
 
+/**
+ * U7, V6: refusals the console can say in its own words (the names on its screen, never a JSON
+ * field); any other problem shows its title and detail as the service wrote them (U4).
+ */
+const inOurWords: Record<string, string> = {
+  amount_not_accepted:
+    "The amount received differs from what the order expects. Tick “Accept the amount received” to apply it anyway, or dismiss the review.",
+  open_review:
+    "This order has an open payment review: resolve the review (Payment reviews) instead of marking the order paid.",
+  review_resolved: "This review is already resolved; the page shows it as it is now.",
+};
+
 /** U4: where an action or a read failed, its problem's title and detail. */
 export function problemBox(error: unknown) {
   const problem =
     error instanceof Problem ? error : new Problem("Unexpected error", String(error ?? ""));
+  const words = problem.code ? inOurWords[problem.code] : undefined;
   return h(
     "div",
     { class: "problem", role: "alert" },
     h("strong", {}, problem.title),
-    problem.detail ? h("span", {}, ` ${problem.detail}`) : null,
+    h("span", {}, ` ${words ?? problem.detail}`),
   );
 }
 
@@ -76,6 +89,53 @@ export function confirmedAction(label: string, question: string, act: () => Prom
   const reset = () => {
     const button = h("button", { type: "button", onclick: start }, label);
     show(place, button, messages);
+    button.focus();
+  };
+  show(place, h("button", { type: "button", onclick: start }, label), messages);
+  return place;
+}
+
+/**
+ * V5: a move that asks why before it acts: the first press shows a required "Note" with
+ * "Confirm" and "Back"; "Confirm" runs `act` with the note. Errors appear under it (U4).
+ */
+export function notedAction(
+  label: string,
+  question: Child,
+  act: (note: string) => Promise<void>,
+  id: string,
+) {
+  const place = h("div", { class: "action" });
+  const messages = h("div", { class: "messages" });
+  const start = () => {
+    const note = h("textarea", { id, name: "note", rows: 2, maxlength: 1000, required: true });
+    const confirm = h("button", { type: "submit", class: "danger" }, "Confirm");
+    const back = h("button", { type: "button", class: "quiet", onclick: () => reset() }, "Back");
+    const form = h(
+      "form",
+      {
+        class: "resolve",
+        onsubmit: (event) => {
+          event.preventDefault();
+          confirm.disabled = true;
+          void reportingIn(messages, () => act(note.value.trim())).finally(() => {
+            confirm.disabled = false;
+          });
+        },
+      },
+      h("p", { class: "question" }, question),
+      h("label", { for: id }, "Note"),
+      note,
+      h("div", { class: "actions" }, confirm, back),
+    );
+    show(place, form, messages);
+    note.focus();
+  };
+  const reset = () => {
+    const button = h("button", { type: "button", onclick: start }, label);
+    show(place, button);
+    show(messages);
+    place.append(messages);
     button.focus();
   };
   show(place, h("button", { type: "button", onclick: start }, label), messages);

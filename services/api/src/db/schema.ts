@@ -333,3 +333,15 @@ export const auditLog = api.table("audit_log", {
   target: text("target").notNull(),
   detail: jsonb("detail").notNull().default({}),
 });
+
+/**
+ * N16: the console's one-time sign-in codes. Only the code's SHA-256 is kept, and the token sealed
+ * under a key made from the code, until the code is exchanged (the row is deleted then) or
+ * expires (deleted by the next use).
+ */
+export const consoleSignInCodes = api.table("console_sign_in_codes", {
+  codeHash: text("code_hash").primaryKey(),
+  token: text("token").notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});

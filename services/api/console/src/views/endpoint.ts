@@ -2,6 +2,8 @@ import { h, show } from "../dom";
 import { badge, time } from "../format";
 import { answerOf } from "../services";
 import { confirmedAction, empty, link, navigate, reportingIn, table } from "../ui";
+import { recoverySection } from "./endpoint-recovery";
+import { retryButton } from "./retry";
 import { endpoints } from "./webhooks";
 
 /** PATCH the endpoint's status (H1), then show it again. */
@@ -61,14 +63,16 @@ export async function endpointView(id: number, query: URLSearchParams) {
     endpoint.status === "disabled"
       ? confirmedAction(
           "Enable endpoint",
-          `Enable endpoint ${id}: its pending deliveries resume.`,
+          `Enable endpoint ${id}: its pending deliveries resume. Events of the time it was disabled have no delivery: use “Replay missing” below for them.`,
           changeStatus(id, "enabled"),
         )
       : confirmedAction(
           "Disable endpoint",
-          `Disable endpoint ${id}: nothing is sent to it until it is enabled.`,
+          // H3: what disabling loses, said before it is done, and how to get it back.
+          `Disable endpoint ${id}: events that happen while it is disabled get no delivery at all, and its pending deliveries wait. After enabling it, use “Replay missing” with the time you disabled it to deliver what it missed.`,
           changeStatus(id, "disabled"),
         ),
+    recoverySection(id),
     h("h2", {}, "Deliveries"),
     h(
       "div",
@@ -138,22 +142,6 @@ function deliveryCard(endpointId: number, delivery: Delivery) {
     h("summary", {}, `Attempts (${delivery.attempts})`),
     attempts,
   );
-  const outcome = h("div", { class: "messages", role: "status" });
-  const retry = h(
-    "button",
-    {
-      type: "button",
-      onclick: () =>
-        void reportingIn(outcome, async () => {
-          await answerOf(
-            endpoints()({ id: endpointId }).deliveries({ delivery_id: delivery.id }).retry.post(),
-            "Retry",
-          );
-          show(outcome, "Retry queued: it is attempted now.");
-        }),
-    },
-    "Retry",
-  );
   return h(
     "article",
     { class: "card" },
@@ -180,7 +168,10 @@ function deliveryCard(endpointId: number, delivery: Delivery) {
       [h("dt", {}, "Created"), h("dd", {}, time(delivery.created_at))],
     ),
     details,
-    h("div", { class: "actions" }, retry),
-    outcome,
+    // U7: the new attempt's outcome shows on this card; reopening "Attempts" reads them again.
+    retryButton(endpointId, delivery.id, () => {
+      loaded = false;
+      details.open = false;
+    }),
   );
 }

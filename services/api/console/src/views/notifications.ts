@@ -2,7 +2,7 @@ import type { PaymentsClient } from "@commerce/client/browser";
 import { h } from "../dom";
 import { money, time } from "../format";
 import { answerOf, payments } from "../services";
-import { confirmedAction, empty, link, navigate, rawBody, reportingIn } from "../ui";
+import { empty, link, navigate, notedAction, rawBody, reportingIn } from "../ui";
 
 /** A stored notification as payments lists it (V3), typed from its own route. */
 type Summary = NonNullable<
@@ -84,17 +84,23 @@ export function notificationCard(notification: Summary) {
       [h("dt", {}, "From"), h("dd", {}, notification.source_ip)],
     ),
     raw,
-    confirmedAction("Replay", `Replay the message of ${notification.id}?`, async () => {
-      const client = payments();
-      if (!client) return;
-      const queued = await answerOf(
-        client.api.notifications({ id: notification.id }).replay.post(),
-        "Replay",
-      );
-      replayResult.replaceChildren(
-        `Replay queued at ${queued.requested_at} as message ${queued.message_id}.`,
-      );
-    }),
+    // V5: a replay says why; the note and the admin are in payments' audit log.
+    notedAction(
+      "Replay",
+      `Replay the message of ${notification.id}? Say why in the note; it is kept in the audit log with your name.`,
+      async (note) => {
+        const client = payments();
+        if (!client) return;
+        const queued = await answerOf(
+          client.api.notifications({ id: notification.id }).replay.post({ note }),
+          "Replay",
+        );
+        replayResult.replaceChildren(
+          `Replay queued at ${queued.requested_at} as message ${queued.message_id}.`,
+        );
+      },
+      `note-replay-${notification.id.replace(/[^A-Za-z0-9_-]/g, "_")}`,
+    ),
     replayResult,
   );
 }

@@ -23,6 +23,17 @@ type Review = {
 /** Reviews whose amount differs from the order's: applying one accepts the difference (V2). */
 const amountReasons = ["mismatch", "partial_refund"];
 
+/**
+ * V6: reviews whose "Apply" can move nothing, and why, said where "Apply" would be. A second
+ * payment finds its order paid; a payment for no order has nothing to move.
+ */
+const noApply: Record<string, string> = {
+  duplicate_payment:
+    "“Apply” is not offered: this is a second payment for an order that is already paid, so there is nothing to apply. Dismiss it with a note, and refund the second payment with the payment provider if the customer was charged twice.",
+  unknown_order:
+    "“Apply” is not offered: the payment names no order of this shop, so there is nothing to move. Dismiss it with a note once the payment is refunded or matched by hand.",
+};
+
 /** U3: payment reviews, open ones first; "Apply" or "Dismiss" each with a "Note". */
 export async function reviewsView(query: URLSearchParams) {
   const status = query.get("status") === "resolved" ? "resolved" : "open";
@@ -153,6 +164,7 @@ function resolveForm(review: Review) {
     // The same view again: the list without it, or this review now resolved.
     navigate(location.pathname + location.search);
   };
+  const whyNoApply = noApply[review.reason];
   const button = (label: string, action: "apply" | "dismiss") =>
     h("button", { type: "submit", value: action, class: action === "apply" ? "" : "quiet" }, label);
   return h(
@@ -176,7 +188,13 @@ function resolveForm(review: Review) {
           h("label", { for: acceptId }, "Accept the amount received"),
         )
       : null,
-    h("div", { class: "actions" }, button("Apply", "apply"), button("Dismiss", "dismiss")),
+    whyNoApply ? h("p", { class: "notice" }, whyNoApply) : null,
+    h(
+      "div",
+      { class: "actions" },
+      whyNoApply ? null : button("Apply", "apply"),
+      button("Dismiss", "dismiss"),
+    ),
     messages,
   );
 }

@@ -37,17 +37,21 @@ async function listInto(place: Element, pageNumber: number) {
     place,
     page.items.length
       ? table(
-          ["Endpoint", "URL", "Events", "Status", "Created"],
-          page.items.map((endpoint) => [
-            link(`/console/webhooks/${endpoint.id}`, `Endpoint ${endpoint.id}`),
-            h("code", {}, endpoint.url),
-            endpoint.events.join(", "),
-            [
-              badge(endpoint.status),
-              endpoint.disabled_reason ? ` ${endpoint.disabled_reason}` : null,
-            ],
-            time(endpoint.created_at),
-          ]),
+          ["Endpoint", "Description", "URL", "Events", "Status", "Now", "Created"],
+          await Promise.all(
+            page.items.map(async (endpoint) => [
+              link(`/console/webhooks/${endpoint.id}`, `Endpoint ${endpoint.id}`),
+              endpoint.description || h("span", { class: "muted" }, "—"),
+              h("code", {}, endpoint.url),
+              endpoint.events.join(", "),
+              [
+                badge(endpoint.status),
+                endpoint.disabled_reason ? ` ${endpoint.disabled_reason}` : null,
+              ],
+              endpoint.status === "enabled" ? await failingState(endpoint.id) : "—",
+              time(endpoint.created_at),
+            ]),
+          ),
         )
       : empty("No endpoint receives the shop's order events yet."),
     h(
@@ -57,6 +61,31 @@ async function listInto(place: Element, pageNumber: number) {
       pageNumber < page.pages ? pageLink(pageNumber + 1, "Next page") : null,
     ),
   );
+}
+
+/** H3: a delivery pending longer than this means its endpoint is failing now (U7). */
+const pendingTooLongMs = 5 * 60 * 1000;
+
+/**
+ * U7: whether an enabled endpoint is failing now, from its deliveries: one still pending after an
+ * attempt (it was not taken) or for more than 5 minutes, or its newest one finally failed. The
+ * health line counts the same.
+ */
+async function failingState(id: number) {
+  const [pending, newest] = await Promise.all(
+    [{ status: "pending" as const, per_page: 100 }, { per_page: 1 }].map((query) =>
+      answerOf(endpoints()({ id }).deliveries.get({ query }), "Reading the endpoint's deliveries"),
+    ),
+  );
+  const refused = pending.items.find((delivery) => delivery.attempts > 0);
+  const stuck = pending.items.some(
+    (delivery) => Date.now() - Date.parse(delivery.created_at) > pendingTooLongMs,
+  );
+  const failed = newest.items[0]?.status === "failed" ? newest.items[0] : undefined;
+  const last = refused?.last_status_code ?? failed?.last_status_code;
+  if (refused || stuck || failed)
+    return h("span", { class: "badge badge-failing" }, `failing${last ? ` (${last})` : ""}`);
+  return newest.items.length ? badge("ok") : h("span", { class: "muted" }, "no delivery yet");
 }
 
 function createForm(refreshList: () => Promise<void>) {

@@ -1,0 +1,86 @@
+import { h, show } from "../dom";
+import { answerOf } from "../services";
+import { reportingIn } from "../ui";
+import { endpoints } from "./webhooks";
+
+/** H3: how far back replay-missing and recover reach. */
+const maxDaysBack = 30;
+
+/** A `datetime-local` value (the viewer's zone, to the minute) for a moment. */
+const localValue = (at: Date) =>
+  new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+
+type Kind = "replay-missing" | "recover";
+
+const wording: Record<Kind, { button: string; field: string; explains: string }> = {
+  "replay-missing": {
+    button: "Replay missing",
+    field: "Replay events since",
+    explains:
+      "Makes a delivery, in event order, for every event since then that this endpoint subscribes to and never had a delivery for — the events of a time it was disabled. Calling it twice queues nothing new.",
+  },
+  recover: {
+    button: "Recover",
+    field: "Recover failed deliveries since",
+    explains:
+      "Attempts again every delivery since then that finally failed, with the same webhook-id (receivers de-duplicate on it). Calling it twice queues nothing new.",
+  },
+};
+
+/** H3, U7: "Replay missing" or "Recover" since a date (labelled), and how many were queued. */
+function recoveryForm(id: number, kind: Kind) {
+  const words = wording[kind];
+  const fieldId = `${kind}-since`;
+  const now = new Date();
+  const since = h("input", {
+    id: fieldId,
+    name: "since",
+    type: "datetime-local",
+    required: true,
+    value: localValue(new Date(now.getTime() - 24 * 3600_000)),
+    min: localValue(new Date(now.getTime() - maxDaysBack * 24 * 3600_000)),
+    max: localValue(now),
+  });
+  const outcome = h("div", { class: "messages", role: "status" });
+  return h(
+    "form",
+    {
+      class: "resolve",
+      "aria-label": words.button,
+      onsubmit: (event) => {
+        event.preventDefault();
+        void reportingIn(outcome, async () => {
+          const body = { since: new Date(since.value).toISOString() };
+          const endpoint = endpoints()({ id });
+          const { queued } = await answerOf(
+            kind === "recover"
+              ? endpoint.recover.post(body)
+              : endpoint["replay-missing"].post(body),
+            words.button,
+          );
+          show(
+            outcome,
+            queued
+              ? `${queued} deliver${queued === 1 ? "y" : "ies"} queued; they appear below as they are attempted.`
+              : "Nothing to queue: every event since then has its delivery already.",
+          );
+        });
+      },
+    },
+    h("p", { class: "muted" }, words.explains),
+    h("label", { for: fieldId }, words.field),
+    since,
+    h("div", { class: "actions" }, h("button", { type: "submit" }, words.button)),
+    outcome,
+  );
+}
+
+/** H3: the endpoint page's repair section: what was missed or finally failed, sent again. */
+export function recoverySection(id: number) {
+  return h(
+    "section",
+    { "aria-labelledby": "recovery" },
+    h("h2", { id: "recovery" }, "Missed and failed events"),
+    h("div", { class: "cards" }, recoveryForm(id, "replay-missing"), recoveryForm(id, "recover")),
+  );
+}
