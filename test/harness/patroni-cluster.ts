@@ -240,7 +240,8 @@ export class PatroniCluster {
         const { default: postgres } = await import("postgres");
         const sql = postgres(this.haproxyUrl(), { max: 1, connect_timeout: 2, onnotice: () => {} });
         try {
-          const [row] = await sql`select pg_is_in_recovery() as standby, inet_server_port() as port`;
+          const [row] =
+            await sql`select pg_is_in_recovery() as standby, inet_server_port() as port`;
           return !row.standby && row.port === this.pgPort(leader) ? true : undefined;
         } catch {
           return undefined;

@@ -99,18 +99,21 @@ export async function createService(
     nats: core.nats,
 
     start() {
-      core.start(app);
-      expiry.start();
-      dispatcher.start();
-      webhookMetrics.start();
-      // Idempotency-Keys are kept 24 hours; older ones are only taking space.
-      keySweeper = setInterval(
-        () =>
-          deleteExpiredIdempotencyKeys(db).catch((error) =>
-            logger.warn("key sweep failed", describeError(error)),
-          ),
-        3_600_000,
-      );
+      // X2: the workers start once the migrations are applied (at once, unless the database was
+      // not writable at start).
+      core.start(app, () => {
+        expiry.start();
+        dispatcher.start();
+        webhookMetrics.start();
+        // Idempotency-Keys are kept 24 hours; older ones are only taking space.
+        keySweeper = setInterval(
+          () =>
+            deleteExpiredIdempotencyKeys(db).catch((error) =>
+              logger.warn("key sweep failed", describeError(error)),
+            ),
+          3_600_000,
+        );
+      });
     },
 
     stop: () =>

@@ -48,7 +48,10 @@ describe("DATABASE_URL (X2)", () => {
     ["postgres://:p@db1/db", "has a password but no user name"],
     ["postgres://u:p%zz@db1/db", "malformed percent-encoding"],
     ["postgres://u@db1:5432,[::1]:5432/db", "has an IPv6 address in a host list"],
-    [`${hostList}?target_session_attrs=standby`, "target_session_attrs=standby, a read-only server"],
+    [
+      `${hostList}?target_session_attrs=standby`,
+      "target_session_attrs=standby, a read-only server",
+    ],
     [`${hostList}?target_session_attrs=prefer-standby`, "a read-only server"],
     [`${hostList}?target_session_attrs=leader`, "has target_session_attrs=leader; use primary"],
   ])("X2: %s stops the service with one line naming what is wrong", (url, reason) => {

@@ -44,8 +44,7 @@ export function databaseUrl(text: string): string {
   const hostList = at < 0 ? authority : authority.slice(at + 1);
 
   if (userInfo !== undefined) {
-    if (hostList.includes("@"))
-      fail("has an @ in its user or password: percent-encode it (%40)");
+    if (hostList.includes("@")) fail("has an @ in its user or password: percent-encode it (%40)");
     if (userInfo === "" || userInfo.startsWith(":")) fail("has a password but no user name");
     try {
       decodeURIComponent(userInfo);
@@ -72,7 +71,9 @@ export function databaseUrl(text: string): string {
 
   const attrs = params.get("target_session_attrs");
   if (attrs !== null && readOnly.includes(attrs))
-    fail(`asks for target_session_attrs=${attrs}, a read-only server; the services write: use primary`);
+    fail(
+      `asks for target_session_attrs=${attrs}, a read-only server; the services write: use primary`,
+    );
   if (attrs !== null && !writable.includes(attrs))
     fail(`has target_session_attrs=${attrs}; use primary (or read-write, taken as primary) or any`);
   if (attrs === "read-write" || (attrs === null && hosts.length > 1))

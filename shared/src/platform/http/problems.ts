@@ -1,4 +1,5 @@
 import { Elysia, type ValidationError as ElysiaValidationError } from "elysia";
+import { databaseUnavailable } from "../database";
 import {
   ClientClosedError,
   type FieldError,
@@ -10,22 +11,6 @@ import {
 } from "../errors";
 import { describeError, type Logger } from "../logger";
 import { requestLogFields, responseHeadersOf } from "./request-log";
-
-const isDatabaseDown = (error: unknown): boolean => {
-  // drizzle wraps the driver's error as its cause.
-  const cause = (error as { cause?: unknown })?.cause;
-  if (cause && cause !== error && isDatabaseDown(cause)) return true;
-  const code = (error as { code?: unknown })?.code;
-  return (
-    typeof code === "string" &&
-    (code.startsWith("CONNECT") ||
-      code === "ECONNREFUSED" ||
-      code === "ECONNRESET" ||
-      code === "57P01" ||
-      code === "57P03" ||
-      code.startsWith("08"))
-  );
-};
 
 const isFieldError = (value: unknown): value is FieldError =>
   typeof value === "object" && value !== null && "path" in value && "message" in value;
@@ -59,7 +44,7 @@ export function problemErrors({ logger }: { logger: Logger }) {
       else if (code === "PARSE")
         problem = new ValidationError("The request body is not valid JSON");
       else if (code === "NOT_FOUND") problem = new NotFoundError("No such route");
-      else if (isDatabaseDown(error)) {
+      else if (databaseUnavailable(error)) {
         logger.error("dependency unavailable", {
           ...requestLogFields(request),
           ...describeError(error),

@@ -1,4 +1,5 @@
-import type { Sql } from "@commerce/shared/platform/database";
+import { databaseUnavailable, type Sql } from "@commerce/shared/platform/database";
+import { UnavailableError } from "@commerce/shared/platform/errors";
 import { messagePayload } from "../../lib/outbox-message";
 import type { StoreInput } from "./service";
 
@@ -25,22 +26,21 @@ export type GroupCommitOptions = {
   statements?: number;
   /** Notifications in one group statement at most. */
   maxNotifications?: number;
+  /** X2: a request not stored within this many ms is answered 503 (default 1500). */
+  answerWithinMs?: number;
+  /** X2: a statement still running after this many ms no longer holds its slot (default 5000). */
+  abandonAfterMs?: number;
 };
 
 /**
- * The connection, not the statement, failed (or the server is going away): trying each request
- * alone would only fail again, later. Such an error answers 503 for the whole group (W6).
+ * X2: the database did not answer in time (no primary during a failover, every host down): the
+ * provider is told 503 at once and sends again, rather than waiting for the promotion. The
+ * statement may still commit later; the provider's next attempt is then a duplicate (W5).
  */
-function connectionLost(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return (
-    typeof code === "string" &&
-    (code.startsWith("CONNECT") ||
-      code.startsWith("ECONN") ||
-      code.startsWith("08") ||
-      code.startsWith("57P") ||
-      code === "53300")
-  );
+export class StoreTimeoutError extends UnavailableError {
+  constructor() {
+    super("The database did not answer in time; retry");
+  }
 }
 
 /**
@@ -65,6 +65,8 @@ export class GroupCommit {
   private running = 0;
   private readonly statements: number;
   private readonly maxNotifications: number;
+  private readonly answerWithinMs: number;
+  private readonly abandonAfterMs: number;
 
   constructor(
     private readonly sql: Sql,
@@ -72,12 +74,34 @@ export class GroupCommit {
   ) {
     this.statements = options.statements ?? 2;
     this.maxNotifications = options.maxNotifications ?? 256;
+    this.answerWithinMs = options.answerWithinMs ?? 1500;
+    this.abandonAfterMs = options.abandonAfterMs ?? 5000;
   }
 
-  /** Stores one request's notifications with its group; resolves after the commit. */
+  /**
+   * Stores one request's notifications with its group; resolves after the commit. Rejects with
+   * `StoreTimeoutError` after `answerWithinMs` (X2: never held open while there is no primary);
+   * a request still waiting for its group then leaves it, so it is not stored behind its answer.
+   */
   store(inputs: StoreInput[]): Promise<StoreResult> {
     return new Promise((done, fail) => {
-      this.waiting.push({ inputs, done, fail });
+      const timer = setTimeout(() => {
+        const at = this.waiting.indexOf(request);
+        if (at >= 0) this.waiting.splice(at, 1);
+        fail(new StoreTimeoutError());
+      }, this.answerWithinMs);
+      const request: Waiting = {
+        inputs,
+        done: (result) => {
+          clearTimeout(timer);
+          done(result);
+        },
+        fail: (error) => {
+          clearTimeout(timer);
+          fail(error);
+        },
+      };
+      this.waiting.push(request);
       this.flush();
     });
   }
@@ -94,10 +118,18 @@ export class GroupCommit {
       }
       const group = this.waiting.splice(0, take);
       this.running++;
-      void this.commit(group).finally(() => {
+      // X2: a statement stuck on a connection that never opens (postgres.js #1174: queries wait
+      // while no host is writable) gives its slot back; its requests were answered 503 already.
+      let freed = false;
+      const free = () => {
+        if (freed) return;
+        freed = true;
+        clearTimeout(abandon);
         this.running--;
         this.flush();
-      });
+      };
+      const abandon = setTimeout(free, this.abandonAfterMs);
+      void this.commit(group).finally(free);
     }
   }
 
@@ -106,7 +138,7 @@ export class GroupCommit {
     try {
       results = await this.storeGroup(group);
     } catch (error) {
-      if (group.length === 1 || connectionLost(error)) {
+      if (group.length === 1 || databaseUnavailable(error)) {
         for (const request of group) request.fail(error);
         return;
       }
