@@ -78,7 +78,14 @@ export class PatroniCluster {
           postgresql: {
             use_pg_rewind: false,
             // A SIGKILL is not a power cut: the page cache survives, so fsync only costs time.
-            parameters: { fsync: "off", max_connections: 100, wal_keep_size: "64MB" },
+            // A standby retries its WAL source every 5 s by default: after a promotion the remaining
+            // one would follow the new leader (and so let it commit again) that much later.
+            parameters: {
+              fsync: "off",
+              max_connections: 100,
+              wal_keep_size: "64MB",
+              wal_retrieve_retry_interval: "500ms",
+            },
           },
         },
         initdb: [{ encoding: "UTF8" }, { "auth-local": "trust" }],
@@ -221,6 +228,30 @@ export class PatroniCluster {
       timeoutMs,
       `a leader other than ${notName}`,
     );
+  }
+
+  /**
+   * When (performance.now()) a transaction first commits on the cluster: under
+   * synchronous_mode_strict a new leader commits only once a standby follows it again.
+   */
+  async whenWritable(timeoutMs = 30_000): Promise<number> {
+    const { default: postgres } = await import("postgres");
+    const sql = postgres(this.multiHostUrl(), { max: 1, connect_timeout: 1, onnotice: () => {} });
+    try {
+      return await eventually(
+        async () => {
+          const committed = await Promise.race([
+            sql`select txid_current()`.then(() => true).catch(() => false),
+            Bun.sleep(300).then(() => false),
+          ]);
+          return committed ? performance.now() : undefined;
+        },
+        timeoutMs,
+        "a commit on the new leader",
+      );
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
   }
 
   /** A member in `role` (e.g. "sync_standby"). */
