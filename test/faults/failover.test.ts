@@ -22,9 +22,18 @@ async function createDatabase(name: string) {
   await admin.end({ timeout: 1 });
 }
 
-/** The provider, timing every attempt (X2: none is held open while there is no primary). */
+/**
+ * The provider, timing every attempt (X2: none is held open while there is no primary), and
+ * pausing `paceMs` after each notification it delivered, so the stream outlasts the kill.
+ */
 class TimedProvider extends Provider {
   timed: (Attempt & { sentAt: number; ms: number })[] = [];
+  paceMs = 100;
+  override async deliver(body: Delivery["body"], options = {}): Promise<Delivery> {
+    const delivery = await super.deliver(body, options);
+    await Bun.sleep(this.paceMs);
+    return delivery;
+  }
   override async attempt(body: object, timeoutMs = 10_000): Promise<Attempt> {
     const sentAt = performance.now();
     const answer = await super.attempt(body, timeoutMs);
@@ -83,7 +92,8 @@ async function streamThroughFailover(
   const url = way === "HAProxy" ? cluster.haproxyUrl(database) : cluster.multiHostUrl(database);
   const stack = await startStack({ databaseUrl: url });
   try {
-    const orders = await placeOrders(stack, 60);
+    const orders = await placeOrders(stack, 80);
+    const leader = await cluster.waitForLeader();
     const before = await tableCounts(stack);
     const provider = new TimedProvider(stack.payments.url);
     const catalog = readCatalog(stack.api.url, stack.customer);
@@ -97,7 +107,8 @@ async function streamThroughFailover(
         withinMs: 90_000,
         onAnswer: (delivery: Delivery) => {
           // The primary goes once 20 notifications were acknowledged, mid-stream.
-          if (delivery.accepted && ++acknowledged === 20) cluster.killLeader().then(killed.resolve);
+          if (delivery.accepted && ++acknowledged === 20)
+            cluster.killLeader(leader).then(killed.resolve);
         },
       },
     );
@@ -138,7 +149,7 @@ async function streamThroughFailover(
     recordFigures(`failover (${way})`, {
       rules: "X2",
       requests: provider.requests,
-      faults: `leader ${kill.name} SIGKILLed after 20 of 60 acknowledged; ${promoted} promoted`,
+      faults: `leader ${kill.name} SIGKILLed after 20 of ${orders.length} acknowledged; ${promoted} promoted`,
       notifications: orders.length,
       accepted: done.filter((d) => d.accepted).length,
       lost: outcome.lost,
