@@ -14,7 +14,14 @@ import { eventually } from "./basics";
  * base+20+i; HAProxy base+30), so a cluster's ports are known before it starts. Patroni runs as
  * the `postgres` OS user (PostgreSQL refuses root), spawned with its uid/gid so its pid stays ours.
  */
-export type Member = { name: string; role: string; state: string; port: number; lag?: number };
+export type Member = {
+  name: string;
+  role: string;
+  state: string;
+  port: number;
+  timeline?: number;
+  lag?: number;
+};
 
 const binDir = "/usr/lib/postgresql/15/bin";
 
@@ -76,7 +83,11 @@ export class PatroniCluster {
           synchronous_mode: true,
           synchronous_mode_strict: true,
           postgresql: {
-            use_pg_rewind: false,
+            // An asynchronous standby may have received WAL the promoted one never had: it is
+            // rewound (or, failing that, cloned again) to follow the new timeline.
+            use_pg_rewind: true,
+            remove_data_directory_on_rewind_failure: true,
+            remove_data_directory_on_diverged_timelines: true,
             // A SIGKILL is not a power cut: the page cache survives, so fsync only costs time.
             // A standby retries its WAL source every 5 s by default: after a promotion the remaining
             // one would follow the new leader (and so let it commit again) that much later.
@@ -170,10 +181,18 @@ export class PatroniCluster {
         const members = await this.members().catch(() => []);
         const running = (role: string) =>
           members.some((m) => m.role === role && ["running", "streaming"].includes(m.state));
+        const timeline = members.find((m) => m.role === "leader")?.timeline;
+        // Patroni 3.0 says "running" of a standby stuck on an old timeline too: each must be on
+        // the leader's timeline and caught up.
         return members.length === 3 &&
           running("leader") &&
           running("sync_standby") &&
-          members.every((m) => ["running", "streaming"].includes(m.state))
+          members.every(
+            (m) =>
+              ["running", "streaming"].includes(m.state) &&
+              m.timeline === timeline &&
+              (m.lag ?? 0) < 1_000_000,
+          )
           ? true
           : undefined;
       },
