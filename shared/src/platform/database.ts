@@ -95,21 +95,18 @@ export function databaseUnavailable(error: unknown): boolean {
 }
 
 /**
- * X2, O2: the database is reachable and writable (not a standby), asked at most once a second
- * however often /ready is polled; a failed or slow probe counts as down.
+ * X2, O2: the database is reachable and writable (not a standby). Probes asked for while one is
+ * running share it, so a burst of /ready polls costs one query; a result is not kept beyond
+ * that, so /ready turns 503 as soon as the database goes (a failed probe counts as down).
  */
-export function primaryProbe(sql: Sql, cacheMs = 1000): () => Promise<boolean> {
-  let checkedAt = Number.NEGATIVE_INFINITY;
-  let last = false;
+export function primaryProbe(sql: Sql): () => Promise<boolean> {
   let pending: Promise<boolean> | undefined;
   return () => {
-    if (performance.now() - checkedAt < cacheMs) return Promise.resolve(last);
     pending ??= sql`select pg_is_in_recovery() as standby`
       .then(([row]) => !row.standby)
       .catch(() => false)
-      .then((up) => {
-        [last, checkedAt, pending] = [up, performance.now(), undefined];
-        return up;
+      .finally(() => {
+        pending = undefined;
       });
     return pending;
   };
