@@ -86,4 +86,35 @@ describe("group commit", () => {
     expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
     expect(writer.batches).toEqual([[1, 2]]);
   });
+
+  test("X2: an entry not written in time is refused at once and leaves its batch; a stuck batch gives back its slot", async () => {
+    const batches: number[][] = [];
+    let release: () => void = () => {};
+    const stuck = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const write = async (batch: number[]) => {
+      batches.push(batch);
+      if (batch.includes(1)) await stuck; // a statement waiting for a connection that never opens
+      return batch.map((n) => n * 2);
+    };
+    const queue = new GroupCommitQueue(write, {
+      answerWithinMs: 50,
+      timeout: () => new Error("retry"),
+      abandonAfterMs: 100,
+    });
+    // Without the bound both would wait for release(), which comes only at the end. 2 waits behind the stuck batch.
+    const outcomes = await Promise.allSettled([queue.add(1), queue.add(2)]);
+    expect(outcomes.map((o) => (o.status === "rejected" ? String(o.reason) : o.status))).toEqual([
+      "Error: retry",
+      "Error: retry",
+    ]);
+    // The refused entry left the queue: it is never written behind its answer.
+    await Bun.sleep(150);
+    expect(batches).toEqual([[1]]);
+    // After abandonAfterMs the slot is free again: a new entry is written although 1 still hangs.
+    expect(await queue.add(3)).toBe(6);
+    expect(batches).toEqual([[1], [3]]);
+    release();
+  });
 });

@@ -1,3 +1,5 @@
+import { databaseUnavailable } from "./database";
+
 /**
  * Group commit: entries that arrive while a batch is being written join the next batch, so at a
  * trickle each entry is written at once, alone, and in a burst the statements (and commits) per
@@ -17,23 +19,21 @@ export type GroupCommitOptions<Entry> = {
   /**
    * After a batch of several failed: write each entry alone, so that an entry which cannot be
    * written fails alone and the others are settled as if they had come alone. Not when the
-   * error says the connection itself is lost: each would only fail again, later.
+   * error says the database is unavailable (`databaseUnavailable`): each would only fail again.
    */
   isolateFailures?: boolean;
+  /**
+   * X2: an entry not written within this many ms is rejected with `timeout()` at once (a request
+   * still waiting for its batch leaves it), so no caller is held open while there is no primary.
+   */
+  answerWithinMs?: number;
+  timeout?: () => Error;
+  /**
+   * X2: a batch still being written after this many ms gives back its slot (a query can wait for
+   * a connection that never opens; its entries were answered by `answerWithinMs` already).
+   */
+  abandonAfterMs?: number;
 };
-
-/** The connection, not the statement, failed (or the server is going away, or is full). */
-export function connectionLost(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return (
-    typeof code === "string" &&
-    (code.startsWith("CONNECT") ||
-      code.startsWith("ECONN") ||
-      code.startsWith("08") ||
-      code.startsWith("57P") ||
-      code === "53300")
-  );
-}
 
 type Waiting<Entry, Result> = {
   entry: Entry;
@@ -62,7 +62,24 @@ export class GroupCommitQueue<Entry, Result> {
   /** Writes `entry` with its batch; resolves with its result once the batch is written. */
   add(entry: Entry): Promise<Result> {
     return new Promise((done, fail) => {
-      this.waiting.push({ entry, done, fail });
+      const waiting = { entry, done, fail };
+      const { answerWithinMs, timeout } = this.options;
+      if (answerWithinMs !== undefined) {
+        const timer = setTimeout(() => {
+          const at = this.waiting.indexOf(waiting);
+          if (at >= 0) this.waiting.splice(at, 1);
+          fail(timeout?.() ?? new Error(`not written within ${answerWithinMs} ms`));
+        }, answerWithinMs);
+        waiting.done = (result) => {
+          clearTimeout(timer);
+          done(result);
+        };
+        waiting.fail = (error) => {
+          clearTimeout(timer);
+          fail(error);
+        };
+      }
+      this.waiting.push(waiting);
       this.schedule();
     });
   }
@@ -91,10 +108,17 @@ export class GroupCommitQueue<Entry, Result> {
       }
       const batch = this.waiting.splice(0, take);
       this.running++;
-      void this.commit(batch).finally(() => {
+      let freed = false;
+      const free = () => {
+        if (freed) return;
+        freed = true;
+        clearTimeout(abandon);
         this.running--;
         if (this.waiting.length) this.schedule();
-      });
+      };
+      const { abandonAfterMs } = this.options;
+      const abandon = abandonAfterMs === undefined ? undefined : setTimeout(free, abandonAfterMs);
+      void this.commit(batch).finally(free);
     }
   }
 
@@ -105,7 +129,7 @@ export class GroupCommitQueue<Entry, Result> {
         waiting.done(results[i]);
       });
     } catch (error) {
-      if (!this.options.isolateFailures || batch.length === 1 || connectionLost(error)) {
+      if (!this.options.isolateFailures || batch.length === 1 || databaseUnavailable(error)) {
         for (const waiting of batch) waiting.fail(error);
         return;
       }

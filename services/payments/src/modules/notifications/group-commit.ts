@@ -1,5 +1,6 @@
 import { notificationKey } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
+import { UnavailableError } from "@commerce/shared/platform/errors";
 import { GroupCommitQueue } from "@commerce/shared/platform/group-commit";
 import { messagePayload } from "../../lib/outbox-message";
 import type { ParsedNotification, PaymentProvider } from "../providers/provider";
@@ -32,7 +33,22 @@ export type GroupCommitOptions = {
   statements?: number;
   /** Notifications in one group statement at most. */
   maxNotifications?: number;
+  /** X2: a request not stored within this many ms is answered 503 (default 1500). */
+  answerWithinMs?: number;
+  /** X2: a statement still running after this many ms no longer holds its slot (default 5000). */
+  abandonAfterMs?: number;
 };
+
+/**
+ * X2: the database did not answer in time (no primary during a failover, every host down): the
+ * provider is told 503 at once and sends again, rather than waiting for the promotion. The
+ * statement may still commit later; the provider's next attempt is then a duplicate (W5).
+ */
+export class StoreTimeoutError extends UnavailableError {
+  constructor() {
+    super("The database did not answer in time; retry");
+  }
+}
 
 /**
  * W5, W8, Y3, M5: group commit of the intake (`GroupCommitQueue`). A request's notifications join
@@ -60,10 +76,17 @@ export class GroupCommit {
       maxBatch: options.maxNotifications ?? 256,
       sizeOf: (inputs) => inputs.length,
       isolateFailures: true,
+      answerWithinMs: options.answerWithinMs ?? 1500,
+      timeout: () => new StoreTimeoutError(),
+      abandonAfterMs: options.abandonAfterMs ?? 5000,
     });
   }
 
-  /** Stores one request's notifications with its group; resolves after the commit. */
+  /**
+   * Stores one request's notifications with its group; resolves after the commit. Rejects with
+   * `StoreTimeoutError` after `answerWithinMs` (X2: never held open while there is no primary);
+   * a request still waiting for its group then leaves it, so it is not stored behind its answer.
+   */
   store(inputs: StoreInput[]): Promise<StoreResult> {
     return this.queue.add(inputs);
   }
