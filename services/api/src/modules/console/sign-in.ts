@@ -10,7 +10,7 @@ const signInCode = named(
     code: t.String({ description: "Works once, until expires_at, at POST /console/session" }),
     expires_at: t.String({ format: "date-time" }),
   }),
-  { description: "A one-time code that signs the console in as the admin who asked for it (N16)" },
+  { description: "A one-time code that signs the console in as the admin who asked for it" },
 );
 
 const bearer = /^Bearer ([^\s]+)$/i;
@@ -47,7 +47,10 @@ export const signInController = ({ db, verifyToken }: ApiDeps) =>
     )
     .post("/console/session", ({ body }) => exchangeSignInCode(db, body.code), {
       parse: "json",
-      body: t.Object({ code: t.String({ minLength: 1, maxLength: 200 }) }),
+      body: t.Object(
+        { code: t.String({ minLength: 1, maxLength: 200 }) },
+        { examples: [{ code: "q8W1rZx0cK3mJ5vT9yB2nL6pD4fH7sA0eG1iU3oR5tY" }] },
+      ),
       response: {
         200: t.Object({ token: t.String() }),
         ...problems(400, 401),
@@ -57,7 +60,8 @@ export const signInController = ({ db, verifyToken }: ApiDeps) =>
         operationId: "exchangeConsoleSignInCode",
         summary: "Exchange a console sign-in code for its token",
         description:
-          "Once per code, within 10 minutes of its making; else 401. No bearer token: the code is the credential.",
+          "The code is the credential (no bearer token): it works once, within 10 minutes of " +
+          "its making; else 401.",
         security: [],
       },
     });
