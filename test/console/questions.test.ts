@@ -20,7 +20,11 @@ const receivers: WebhookReceiver[] = [];
 
 beforeAll(async () => {
   // H7: the test's receivers are on loopback, over http.
-  con = await openConsole({ env: { WEBHOOK_ALLOW_HTTP: "1", WEBHOOK_ALLOW_PRIVATE: "1" } });
+  // Its own database: the health line counts failing endpoints and refusals over whole tables.
+  con = await openConsole({
+    env: { WEBHOOK_ALLOW_HTTP: "1", WEBHOOK_ALLOW_PRIVATE: "1" },
+    ownDatabase: true,
+  });
 }, 60_000);
 
 afterAll(async () => {

@@ -8,14 +8,20 @@ import {
   screenshot,
   seriousViolations,
 } from "../harness/browser";
+import { privateDatabase } from "../harness/private-database";
 import { startStack } from "../harness/processes";
 
 /**
  * Both services as processes, linked for the console (U1), and a headless Chromium that records
  * every request it makes. Each test file of the console starts one.
  */
-export async function openConsole({ env = {} as Record<string, string> } = {}) {
-  const stack = await startStack({ linkConsole: true, env });
+export async function openConsole({
+  env = {} as Record<string, string>,
+  /** A database of its own: for figures that count over whole tables (the health line's). */
+  ownDatabase = false,
+} = {}) {
+  const database = ownDatabase ? await privateDatabase() : undefined;
+  const stack = await startStack({ linkConsole: true, env, databaseUrl: database?.url });
   const browser = await openBrowser([stack.api.url, stack.payments.url]);
 
   /** N16: a one-time sign-in code for the admin, as `npm start` asks for one. */
@@ -77,6 +83,7 @@ export async function openConsole({ env = {} as Record<string, string> } = {}) {
     async close() {
       await browser.close();
       await stack.stop();
+      await database?.drop();
     },
   };
 }

@@ -1,4 +1,4 @@
-import { NotFoundError } from "@commerce/shared/platform/errors";
+import { MethodNotAllowedError, NotFoundError } from "@commerce/shared/platform/errors";
 import { Elysia } from "elysia";
 import type { ConsoleAssets } from "../../../console/build";
 import { prebuiltConsole } from "./prebuilt";
@@ -82,6 +82,14 @@ export function consoleController({ paymentsPublicUrl }: { paymentsPublicUrl?: s
         "/console/assets/*",
         ({ params }) => {
           throw new NotFoundError(`The console has no asset ${params["*"]}`);
+        },
+        hidden,
+      )
+      // E4: the sign-in exchange (sign-in.ts) takes only POST; it is no page of the console.
+      .get(
+        "/console/session",
+        ({ request }) => {
+          throw new MethodNotAllowedError(request.method, ["POST"]);
         },
         hidden,
       )

@@ -7,9 +7,10 @@ import {
   readBodyWithin,
 } from "@commerce/shared/platform/http/body";
 import { isCleanText } from "@commerce/shared/platform/http/fields";
+import { genericBodyLimit } from "../providers/generic";
 
-/** A note of 1000 characters is far below this. */
-const replayBodyLimit = 8 * 1024;
+/** E3: the payments service's body limit, the generic webhook's; a note is far below it. */
+const replayBodyLimit = genericBodyLimit;
 
 const noteError = {
   path: "/note",
