@@ -275,7 +275,8 @@ describe("operations and errors", () => {
         token: await refusing.admin(),
         body: { name, price: 87_654_321, category: unique("cat") },
       });
-      expect(res.status).toBe(500);
+      // X2: a write refused as read-only (a standby) is the database's state, not a bug: 503.
+      expect(res.status).toBe(503);
       const lines = refusing.logLines.join("");
       expect(lines).not.toContain(name);
       expect(lines).not.toContain(String(87_654_321));
@@ -284,7 +285,7 @@ describe("operations and errors", () => {
       expect(logged).toContainEqual(
         expect.objectContaining({
           level: "error",
-          msg: "unexpected error",
+          msg: "dependency unavailable",
           error: "database error",
           error_code: "25006",
         }),

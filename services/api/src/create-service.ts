@@ -100,20 +100,23 @@ export async function createService(
     nats: core.nats,
 
     start() {
-      core.start(app);
-      expiry.start();
-      dispatcher.start();
-      webhookMetrics.start();
-      // Idempotency-Keys are kept 24 hours; older ones are only taking space. Published order
-      // events are kept OUTBOX_RETENTION_DAYS for replay-missing (H3), then go too.
-      keySweeper = setInterval(() => {
-        deleteExpiredIdempotencyKeys(db).catch((error) =>
-          logger.warn("key sweep failed", describeError(error)),
-        );
-        deleteOldOutboxRows(core.sql, config.outboxRetentionDays).catch((error) =>
-          logger.warn("outbox retention sweep failed", describeError(error)),
-        );
-      }, 3_600_000);
+      // X2: the workers start once the migrations are applied (at once, unless the database was
+      // not writable at start).
+      core.start(app, () => {
+        expiry.start();
+        dispatcher.start();
+        webhookMetrics.start();
+        // Idempotency-Keys are kept 24 hours; older ones are only taking space. Published order
+        // events are kept OUTBOX_RETENTION_DAYS for replay-missing (H3), then go too.
+        keySweeper = setInterval(() => {
+          deleteExpiredIdempotencyKeys(db).catch((error) =>
+            logger.warn("key sweep failed", describeError(error)),
+          );
+          deleteOldOutboxRows(core.sql, config.outboxRetentionDays).catch((error) =>
+            logger.warn("outbox retention sweep failed", describeError(error)),
+          );
+        }, 3_600_000);
+      });
     },
 
     stop: () =>

@@ -59,7 +59,7 @@ describe("configuration", () => {
 
   test.each([
     [{}, "DATABASE_URL is required"],
-    [{ DATABASE_URL: "mysql://x" }, "DATABASE_URL must be a URL starting with postgres:"],
+    [{ DATABASE_URL: "mysql://x" }, "DATABASE_URL must start with postgres://"],
     [{ DATABASE_URL: "postgres://u@h/db", PORT: "http" }, "PORT must be an integer"],
     [{ DATABASE_URL: "postgres://u@h/db", LOG_LEVEL: "loud" }, "LOG_LEVEL must be one of"],
     [

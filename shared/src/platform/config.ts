@@ -1,5 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { authVariables } from "./auth/auth-config";
+import { databaseUrl } from "./database-url";
 import { ConfigError, type Env, parseEnv, Var } from "./env";
 import { logLevels } from "./logger";
 
@@ -37,9 +38,12 @@ export const commonVariables = (defaults: {
       description: "N4: unset, /metrics is open; set, it needs this bearer token",
     }),
   ),
-  DATABASE_URL: Var.url(["postgres:", "postgresql:"], {
+  // X2: one host or a libpq host list; `databaseUrl` checks it part by part (not `new URL()`).
+  DATABASE_URL: Var.text({
     secret: true,
-    description: "PostgreSQL to connect to",
+    description:
+      "PostgreSQL to connect to: postgres://user:pass@host:5432/db, or several hosts " +
+      "(host1:5432,host2:5432) with ?target_session_attrs=primary (read-write is taken as primary)",
   }),
   ...natsVariables,
   NATS_PREFIX: Var.text({
@@ -152,7 +156,7 @@ export function commonSettings(vars: CommonVariables) {
     host: vars.HOST,
     /** N4: unset, /metrics is open; set, it needs `Authorization: Bearer <METRICS_TOKEN>`. */
     metricsToken: vars.METRICS_TOKEN,
-    databaseUrl: vars.DATABASE_URL,
+    databaseUrl: databaseUrl(vars.DATABASE_URL),
     ...natsConnection(vars),
     natsPrefix: vars.NATS_PREFIX,
     streamReplicas: vars.STREAM_REPLICAS,

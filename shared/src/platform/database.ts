@@ -68,7 +68,54 @@ export async function migrateSchema(
 export const isoTimestamp = (sql: Sql, column: string) =>
   sql`to_char(${sql(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-export async function databaseIsUp(sql: Sql): Promise<boolean> {
-  await sql`select 1`;
-  return true;
+/**
+ * X2, W6: the error says there is no writable database right now (it is down, restarting, a
+ * standby or a demoted primary, or the connection broke, perhaps during COMMIT so the outcome is
+ * unknown), not that the request was wrong: the answer is 503 and the caller retries, never 500.
+ * drizzle wraps the driver's error as its cause.
+ */
+export function databaseUnavailable(error: unknown): boolean {
+  const cause = (error as { cause?: unknown })?.cause;
+  if (cause && cause !== error && databaseUnavailable(cause)) return true;
+  const code = (error as { code?: unknown })?.code;
+  return (
+    typeof code === "string" &&
+    (code.startsWith("CONNECT") || // the driver's CONNECT_TIMEOUT, CONNECTION_CLOSED/ENDED/DESTROYED
+      code.startsWith("ECONN") ||
+      code === "EPIPE" ||
+      code.startsWith("08") || // connection exception
+      code.startsWith("57P") || // admin / crash shutdown, cannot connect now (starting, in recovery)
+      code === "25006" || // read_only_sql_transaction: a standby, or a primary demoted meanwhile
+      code === "53300") // too many connections
+  );
+}
+
+/**
+ * X2, O2: the database is reachable and writable (not a standby). Probes asked for while one is
+ * running share it, so a burst of /ready polls costs one query; a result is not kept beyond
+ * that, so /ready turns 503 as soon as the database goes (a failed probe counts as down).
+ */
+export function primaryProbe(sql: Sql): () => Promise<boolean> {
+  let pending: Promise<boolean> | undefined;
+  return () => {
+    pending ??= sql`select pg_is_in_recovery() as standby`
+      .then(([row]) => !row.standby)
+      .catch(() => false)
+      .finally(() => {
+        pending = undefined;
+      });
+    return pending;
+  };
+}
+
+const probes = new WeakMap<Sql, () => Promise<boolean>>();
+
+/** O2's database check: `primaryProbe` of this pool (one per pool, so its cache is shared). */
+export function databaseIsUp(sql: Sql): Promise<boolean> {
+  let probe = probes.get(sql);
+  if (!probe) {
+    probe = primaryProbe(sql);
+    probes.set(sql, probe);
+  }
+  return probe();
 }

@@ -2,11 +2,12 @@ import type { MigrationMeta } from "drizzle-orm/migrator";
 import type { JetStreamManager } from "nats";
 import { type MessageTopology, messageTopology, ownStreamOf } from "../contract/messages";
 import type { CommonConfig } from "./config";
-import { connectDatabase, migrateSchema } from "./database";
+import { connectDatabase } from "./database";
 import { serverBodyCap } from "./http/request-limits";
 import { logOutput } from "./log-output";
 import { createLogger, describeError, type LogSink } from "./logger";
 import { Metrics } from "./metrics";
+import { MigrationsUntilDone } from "./migrations-until-done";
 import { ensureStream, NatsLink, StreamReplicasError } from "./nats";
 import type { ReadinessCheck } from "./operational-routes";
 import { OutboxRelay } from "./outbox/relay";
@@ -24,6 +25,7 @@ export type ServiceOptions<Deps> = {
 
 /** What `start` and `stop` need of an Elysia app. */
 type Server = {
+  onRequest(hook: (context: { request: Request }) => Response | undefined): unknown;
   listen(options: { port: number; hostname: string; maxRequestBodySize: number }): unknown;
   stop(): Promise<unknown> | unknown;
   server: { port?: number } | null;
@@ -62,7 +64,8 @@ export async function openServiceCore(
     max: options.databasePool,
     schema: name,
   });
-  await migrateSchema(sql, { schema: name, migrations: parts.migrations });
+  const migrations = new MigrationsUntilDone(sql, name, parts.migrations, logger);
+  await migrations.firstAttempt();
 
   const nats = new NatsLink(
     config.natsUrl,
@@ -98,7 +101,10 @@ export async function openServiceCore(
     metrics,
     tracer,
   });
-  const readiness: ReadinessCheck[] = [{ name: "nats", check: () => nats.isUp }];
+  const readiness: ReadinessCheck[] = [
+    { name: "nats", check: () => nats.isUp },
+    { name: "migrations", check: () => migrations.done },
+  ];
 
   return {
     logger,
@@ -110,12 +116,24 @@ export async function openServiceCore(
     relay,
     readiness,
 
-    /** Listens on `config.host`:`config.port` (N12), connects to NATS in the background and starts the relay. */
-    start(app: Server) {
+    /**
+     * Listens on `config.host`:`config.port` (N12); once the migrations are applied (at once,
+     * unless the database was unreachable or read-only at start: X2), connects to NATS, starts
+     * the relay and runs `background` (the service's own workers). Until then every route but
+     * the operational ones answers 503.
+     */
+    start(app: Server, background?: () => void) {
+      app.onRequest(({ request }) => migrations.gate(request));
       app.listen({ port: config.port, hostname: config.host, maxRequestBodySize: serverBodyCap });
       logger.info(`${name} listening`, { host: config.host, port: app.server?.port });
-      void nats.start().catch((error) => logger.error("nats connect failed", describeError(error)));
-      relay.start();
+      void migrations.applied.then(() => {
+        if (migrations.stopped) return;
+        void nats
+          .start()
+          .catch((error) => logger.error("nats connect failed", describeError(error)));
+        relay.start();
+        background?.();
+      });
     },
 
     /**
@@ -124,6 +142,7 @@ export async function openServiceCore(
      */
     stop: (app: Server, steps: Step[] = []) =>
       runSteps(logger, [
+        ["migrations", () => migrations.stop()],
         ["http", () => (app.server ? app.stop() : undefined)],
         ...steps,
         ["outbox relay", () => relay.stop()],

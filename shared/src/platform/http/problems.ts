@@ -1,4 +1,5 @@
 import { Elysia, type ValidationError as ElysiaValidationError } from "elysia";
+import { databaseUnavailable } from "../database";
 import {
   ClientClosedError,
   type FieldError,
@@ -12,22 +13,6 @@ import {
 import { describeError, type Logger } from "../logger";
 import { requestLogFields, responseHeadersOf } from "./request-log";
 import type { RouteMethods } from "./route-methods";
-
-const isDatabaseDown = (error: unknown): boolean => {
-  // drizzle wraps the driver's error as its cause.
-  const cause = (error as { cause?: unknown })?.cause;
-  if (cause && cause !== error && isDatabaseDown(cause)) return true;
-  const code = (error as { code?: unknown })?.code;
-  return (
-    typeof code === "string" &&
-    (code.startsWith("CONNECT") ||
-      code === "ECONNREFUSED" ||
-      code === "ECONNRESET" ||
-      code === "57P01" ||
-      code === "57P03" ||
-      code.startsWith("08"))
-  );
-};
 
 const isFieldError = (value: unknown): value is FieldError =>
   typeof value === "object" && value !== null && "path" in value && "message" in value;
@@ -68,7 +53,7 @@ export function problemErrors({ logger, routes }: { logger: Logger; routes?: Rou
         problem = allowed.length
           ? new MethodNotAllowedError(request.method, allowed)
           : new NotFoundError("No such route");
-      } else if (isDatabaseDown(error)) {
+      } else if (databaseUnavailable(error)) {
         logger.error("dependency unavailable", {
           ...requestLogFields(request),
           ...describeError(error),

@@ -1,9 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/platform/database";
+import { testDatabaseUrl } from "@commerce/testing/basics";
 import { paymentsForFile } from "@commerce/testing/in-process";
 import { uniqueOrderId } from "@commerce/testing/payments-requests";
+import postgres from "postgres";
 import type { StoreInput } from "./group-commit";
-import { GroupCommit } from "./group-commit";
+import { GroupCommit, StoreTimeoutError } from "./group-commit";
 
 const payments = await paymentsForFile();
 
@@ -126,5 +128,38 @@ describe("group commit of the intake", () => {
       [0, 1, 2].map((i) => dead.store([input(`grp_${orderId}_down_${i}`, orderId)])),
     );
     expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected", "rejected"]);
+  });
+});
+
+describe("X2: the intake while the database does not answer", () => {
+  test("X2: a store the database does not finish in time is refused 503 (StoreTimeoutError); one still waiting for its group leaves it and is never stored; a resend of the one in flight is a duplicate", async () => {
+    const locker = postgres(testDatabaseUrl, { max: 1, onnotice: () => {} });
+    const held = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    const transaction = locker.begin(async (tx) => {
+      await tx`lock table payments.notifications in access exclusive mode`;
+      held.resolve();
+      await release.promise;
+    });
+    await held.promise;
+    const group = new GroupCommit(payments.sql, { statements: 1, answerWithinMs: 300 });
+    const orderId = uniqueOrderId();
+    const [inFlight, waiting] = [`slow_${orderId}_a`, `slow_${orderId}_b`];
+    const answers = await Promise.all([
+      group.store([input(inFlight, orderId)]).catch((error) => error),
+      group.store([input(waiting, orderId)]).catch((error) => error),
+    ]);
+    for (const answer of answers) {
+      expect(answer).toBeInstanceOf(StoreTimeoutError);
+      expect(answer.status).toBe(503);
+    }
+    release.resolve();
+    await transaction;
+    await locker.end({ timeout: 1 });
+    // The statement in flight commits once the lock goes; the provider's resend is a duplicate.
+    const resent = await group.store([input(inFlight, orderId)]);
+    expect(resent.duplicate).toBe(true);
+    await Bun.sleep(100);
+    expect((await storedRows([inFlight, waiting])).map((row) => row.id)).toEqual([inFlight]);
   });
 });

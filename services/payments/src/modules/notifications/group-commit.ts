@@ -1,6 +1,6 @@
 import { notificationKey } from "@commerce/shared/contract/messages";
-import type { Sql } from "@commerce/shared/platform/database";
-import { GroupCommitQueue } from "@commerce/shared/platform/group-commit";
+import { databaseUnavailable, type Sql } from "@commerce/shared/platform/database";
+import { UnavailableError } from "@commerce/shared/platform/errors";
 import { messagePayload } from "../../lib/outbox-message";
 import type { ParsedNotification, PaymentProvider } from "../providers/provider";
 
@@ -25,6 +25,12 @@ export type StoreResult = {
   stored: boolean[];
 };
 
+type Waiting = {
+  inputs: StoreInput[];
+  done: (result: StoreResult) => void;
+  fail: (error: unknown) => void;
+};
+
 export type GroupCommitOptions = {
   /** Called once after a commit that wrote outbox rows, so the relay publishes now (W6). */
   outboxWritten?: () => void;
@@ -32,14 +38,32 @@ export type GroupCommitOptions = {
   statements?: number;
   /** Notifications in one group statement at most. */
   maxNotifications?: number;
+  /** X2: a request not stored within this many ms is answered 503 (default 1500). */
+  answerWithinMs?: number;
+  /** X2: a statement still running after this many ms no longer holds its slot (default 5000). */
+  abandonAfterMs?: number;
 };
 
 /**
- * W5, W8, Y3, M5: group commit of the intake (`GroupCommitQueue`). A request's notifications join
- * the group being gathered; the group is stored by one statement (one transaction): every
- * notification in one multi-row insert and every outbox row in another, `on conflict do nothing
- * returning` telling a new notification from a repeat. Each request is answered only after its
- * group committed: never before its notification and outbox row are durable (W5).
+ * X2: the database did not answer in time (no primary during a failover, every host down): the
+ * provider is told 503 at once and sends again, rather than waiting for the promotion. The
+ * statement may still commit later; the provider's next attempt is then a duplicate (W5).
+ */
+export class StoreTimeoutError extends UnavailableError {
+  constructor() {
+    super("The database did not answer in time; retry");
+  }
+}
+
+/**
+ * W5, W8, Y3, M5: group commit of the intake. A request's notifications join the group being
+ * gathered; the group is stored by one statement (one transaction): every notification in one
+ * multi-row insert and every outbox row in another, `on conflict do nothing returning` telling a
+ * new notification from a repeat. Requests that arrive while `statements` groups are committing
+ * wait for the next group, so in a burst the statements (and commits) per notification fall as
+ * the load rises, while at a trickle a request is its own group, at once. Each request is
+ * answered only after its group committed: never before its notification and outbox row are
+ * durable (W5).
  *
  * A repeat inside one group (the same id twice, from two requests or in one Adyen batch) is
  * stored once: its first occurrence goes to the statement, the others are duplicates of it.
@@ -49,23 +73,103 @@ export type GroupCommitOptions = {
  * stored fails alone and the others of its group are answered as if they had come alone.
  */
 export class GroupCommit {
-  private readonly queue: GroupCommitQueue<StoreInput[], StoreResult>;
+  private waiting: Waiting[] = [];
+  private running = 0;
+  private readonly statements: number;
+  private readonly maxNotifications: number;
+  private readonly answerWithinMs: number;
+  private readonly abandonAfterMs: number;
 
   constructor(
     private readonly sql: Sql,
     private readonly options: GroupCommitOptions = {},
   ) {
-    this.queue = new GroupCommitQueue((group) => this.storeGroup(group), {
-      concurrency: options.statements ?? 2,
-      maxBatch: options.maxNotifications ?? 256,
-      sizeOf: (inputs) => inputs.length,
-      isolateFailures: true,
+    this.statements = options.statements ?? 2;
+    this.maxNotifications = options.maxNotifications ?? 256;
+    this.answerWithinMs = options.answerWithinMs ?? 1500;
+    this.abandonAfterMs = options.abandonAfterMs ?? 5000;
+  }
+
+  /**
+   * Stores one request's notifications with its group; resolves after the commit. Rejects with
+   * `StoreTimeoutError` after `answerWithinMs` (X2: never held open while there is no primary);
+   * a request still waiting for its group then leaves it, so it is not stored behind its answer.
+   */
+  store(inputs: StoreInput[]): Promise<StoreResult> {
+    return new Promise((done, fail) => {
+      const timer = setTimeout(() => {
+        const at = this.waiting.indexOf(request);
+        if (at >= 0) this.waiting.splice(at, 1);
+        fail(new StoreTimeoutError());
+      }, this.answerWithinMs);
+      const request: Waiting = {
+        inputs,
+        done: (result) => {
+          clearTimeout(timer);
+          done(result);
+        },
+        fail: (error) => {
+          clearTimeout(timer);
+          fail(error);
+        },
+      };
+      this.waiting.push(request);
+      this.flush();
     });
   }
 
-  /** Stores one request's notifications with its group; resolves after the commit. */
-  store(inputs: StoreInput[]): Promise<StoreResult> {
-    return this.queue.add(inputs);
+  private flush(): void {
+    while (this.running < this.statements && this.waiting.length) {
+      let count = 0;
+      let take = 0;
+      // At least one request, however large its batch; then as many as fit.
+      while (take < this.waiting.length) {
+        count += this.waiting[take].inputs.length;
+        if (take > 0 && count > this.maxNotifications) break;
+        take++;
+      }
+      const group = this.waiting.splice(0, take);
+      this.running++;
+      // X2: a statement stuck on a connection that never opens (postgres.js #1174: queries wait
+      // while no host is writable) gives its slot back; its requests were answered 503 already.
+      let freed = false;
+      const free = () => {
+        if (freed) return;
+        freed = true;
+        clearTimeout(abandon);
+        this.running--;
+        this.flush();
+      };
+      const abandon = setTimeout(free, this.abandonAfterMs);
+      void this.commit(group).finally(free);
+    }
+  }
+
+  private async commit(group: Waiting[]): Promise<void> {
+    let results: StoreResult[];
+    try {
+      results = await this.storeGroup(group.map((request) => request.inputs));
+    } catch (error) {
+      if (group.length === 1 || databaseUnavailable(error)) {
+        for (const request of group) request.fail(error);
+        return;
+      }
+      // One request of the group may be what failed it: each alone, so that one fails alone.
+      await Promise.all(
+        group.map(async (request) => {
+          try {
+            const [result] = await this.storeGroup([request.inputs]);
+            request.done(result);
+          } catch (alone) {
+            request.fail(alone);
+          }
+        }),
+      );
+      return;
+    }
+    group.forEach((request, i) => {
+      request.done(results[i]);
+    });
   }
 
   /** One statement for the group; the results per request, in the group's order. */

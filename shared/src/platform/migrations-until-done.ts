@@ -1,0 +1,77 @@
+import type { MigrationMeta } from "drizzle-orm/migrator";
+import { databaseUnavailable, migrateSchema, type Sql } from "./database";
+import { problemResponse, UnavailableError } from "./errors";
+import { describeError, type Logger } from "./logger";
+
+/** Routes that answer before the migrations are applied: they need no table (O1-O3). */
+const operational = new Set(["/health", "/ready", "/metrics"]);
+
+/**
+ * X2: the service's migrations, applied at start, or, when the database is unreachable or
+ * read-only then (a standby, HAProxy not yet settled, a failover under way), tried again every
+ * `retryMs` until they are: the service starts anyway, `/health` 200 and `/ready` 503 meanwhile,
+ * instead of exiting on SQLSTATE 25006. Any other error at the first attempt (a broken
+ * migration) still stops the service.
+ */
+export class MigrationsUntilDone {
+  done = false;
+  stopped = false;
+  private readonly finished = Promise.withResolvers<void>();
+  /** Resolves once the migrations are applied (never, if the service stops first). */
+  readonly applied = this.finished.promise;
+  private timer?: Timer;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly schema: string,
+    private readonly migrations: MigrationMeta[],
+    private readonly logger: Logger,
+    private readonly retryMs = 1000,
+  ) {}
+
+  private async attempt(): Promise<void> {
+    await migrateSchema(this.sql, { schema: this.schema, migrations: this.migrations });
+    this.done = true;
+    this.finished.resolve();
+  }
+
+  async firstAttempt(): Promise<void> {
+    try {
+      await this.attempt();
+    } catch (error) {
+      if (!databaseUnavailable(error)) throw error;
+      this.logger.warn("database not writable yet; migrations will be retried", {
+        ...describeError(error),
+      });
+      this.retryLater();
+    }
+  }
+
+  private retryLater(): void {
+    this.timer = setTimeout(async () => {
+      if (this.stopped) return;
+      try {
+        await this.attempt();
+        this.logger.info("migrations applied", { schema: this.schema });
+      } catch (error) {
+        // Even a non-connection error may be the database's state (e.g. a lock held by a
+        // replica that died); the service stays not ready and says why.
+        if (!databaseUnavailable(error))
+          this.logger.error("migrations failed; retrying", describeError(error));
+        this.retryLater();
+      }
+    }, this.retryMs);
+  }
+
+  /** 503 for every route but the operational ones until the tables exist. */
+  gate(request: Request): Response | undefined {
+    if (this.done) return undefined;
+    if (operational.has(new URL(request.url).pathname)) return undefined;
+    return problemResponse(new UnavailableError("Starting: waiting for a writable database"));
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+}

@@ -1,0 +1,391 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { eventually } from "./basics";
+
+/**
+ * X2: a PostgreSQL cluster managed by Patroni on loopback, for the failover tests and the chaos
+ * run: one etcd member, three PostgreSQL 15 nodes (synchronous_mode_strict, so a commit that was
+ * acknowledged is on two nodes) and HAProxy in front following Patroni's `/primary` check. Debian's
+ * `patroni`, `etcd-server` and `haproxy` packages; `.ci/run` installs them when missing.
+ *
+ * Every port is fixed from `base` (etcd base, base+1; node i: PostgreSQL base+10+i, REST
+ * base+20+i; HAProxy base+30), so a cluster's ports are known before it starts. Patroni runs as
+ * the `postgres` OS user (PostgreSQL refuses root), spawned with its uid/gid so its pid stays ours.
+ */
+export type Member = {
+  name: string;
+  role: string;
+  state: string;
+  port: number;
+  timeline?: number;
+  lag?: number;
+};
+
+const binDir = "/usr/lib/postgresql/15/bin";
+
+function postgresIds(): { uid: number; gid: number } {
+  const id = (flag: string) => Bun.spawnSync(["id", flag, "postgres"]).stdout.toString().trim();
+  return { uid: Number(id("-u")), gid: Number(id("-g")) };
+}
+
+export class PatroniCluster {
+  readonly dir = mkdtempSync(join(tmpdir(), "patroni-"));
+  readonly scope = `x2${Date.now().toString(36)}`;
+  readonly names = ["n1", "n2", "n3"];
+  private readonly patroni = new Map<string, ChildProcess>();
+  private etcd?: ChildProcess;
+  private haproxy?: ChildProcess;
+
+  constructor(readonly base = 47100) {}
+
+  private pgPort = (name: string) => this.base + 10 + this.names.indexOf(name);
+  private restPort = (name: string) => this.base + 20 + this.names.indexOf(name);
+  get haproxyPort() {
+    return this.base + 30;
+  }
+
+  /** Every node, the driver picking the primary (X2's first way). */
+  multiHostUrl(database = "postgres"): string {
+    const hosts = this.names.map((name) => `127.0.0.1:${this.pgPort(name)}`).join(",");
+    return `postgres://postgres@${hosts}/${database}?target_session_attrs=primary`;
+  }
+
+  /** One address, HAProxy sending it to the primary (X2's other way). */
+  haproxyUrl(database = "postgres"): string {
+    return `postgres://postgres@127.0.0.1:${this.haproxyPort}/${database}`;
+  }
+
+  /** One node by itself (e.g. a standby, to start a service on). */
+  nodeUrl(name: string, database = "postgres"): string {
+    return `postgres://postgres@127.0.0.1:${this.pgPort(name)}/${database}`;
+  }
+
+  private config(name: string): string {
+    const node = join(this.dir, name);
+    return JSON.stringify({
+      scope: this.scope,
+      namespace: "/failover/",
+      name,
+      log: { level: "WARNING", dir: node },
+      restapi: {
+        listen: `127.0.0.1:${this.restPort(name)}`,
+        connect_address: `127.0.0.1:${this.restPort(name)}`,
+      },
+      etcd3: { host: `127.0.0.1:${this.base}` },
+      bootstrap: {
+        dcs: {
+          ttl: 10,
+          loop_wait: 2,
+          retry_timeout: 4,
+          maximum_lag_on_failover: 1048576,
+          synchronous_mode: true,
+          synchronous_mode_strict: true,
+          postgresql: {
+            // An asynchronous standby may have received WAL the promoted one never had: it is
+            // rewound (or, failing that, cloned again) to follow the new timeline.
+            use_pg_rewind: true,
+            remove_data_directory_on_rewind_failure: true,
+            remove_data_directory_on_diverged_timelines: true,
+            // A SIGKILL is not a power cut: the page cache survives, so fsync only costs time.
+            // A standby retries its WAL source every 5 s by default: after a promotion the remaining
+            // one would follow the new leader (and so let it commit again) that much later.
+            parameters: {
+              fsync: "off",
+              max_connections: 100,
+              wal_keep_size: "64MB",
+              wal_retrieve_retry_interval: "500ms",
+            },
+          },
+        },
+        initdb: [{ encoding: "UTF8" }, { "auth-local": "trust" }],
+      },
+      postgresql: {
+        listen: `127.0.0.1:${this.pgPort(name)}`,
+        connect_address: `127.0.0.1:${this.pgPort(name)}`,
+        data_dir: join(node, "data"),
+        bin_dir: binDir,
+        pgpass: join(node, "pgpass"),
+        authentication: {
+          replication: { username: "replicator", password: "replicator" },
+          superuser: { username: "postgres", password: "postgres" },
+        },
+        parameters: { unix_socket_directories: node },
+        pg_hba: [
+          "local all all trust",
+          "host replication replicator 127.0.0.1/32 trust",
+          "host all all 127.0.0.1/32 trust",
+        ],
+      },
+    });
+  }
+
+  private spawnNode(name: string): void {
+    const node = join(this.dir, name);
+    const { uid, gid } = postgresIds();
+    mkdirSync(node, { recursive: true, mode: 0o700 });
+    const file = join(node, "patroni.yml");
+    // JSON is YAML.
+    writeFileSync(file, this.config(name));
+    chownSync(node, uid, gid);
+    chownSync(file, uid, gid);
+    const child = spawn("patroni", [file], {
+      uid,
+      gid,
+      cwd: node,
+      env: { PATH: process.env.PATH, HOME: node, LANG: "C.UTF-8" },
+      stdio: ["ignore", "ignore", "ignore"],
+    });
+    this.patroni.set(name, child);
+  }
+
+  async start(): Promise<void> {
+    chownSync(this.dir, postgresIds().uid, postgresIds().gid);
+    const peer = `http://127.0.0.1:${this.base + 1}`;
+    const client = `http://127.0.0.1:${this.base}`;
+    this.etcd = spawn(
+      "etcd",
+      [
+        "--name=e1",
+        `--data-dir=${join(this.dir, "etcd")}`,
+        `--listen-client-urls=${client}`,
+        `--advertise-client-urls=${client}`,
+        `--listen-peer-urls=${peer}`,
+        `--initial-advertise-peer-urls=${peer}`,
+        `--initial-cluster=e1=${peer}`,
+      ],
+      { stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, ETCD_UNSUPPORTED_ARCH: "" } },
+    );
+    await eventually(
+      () =>
+        fetch(`${client}/health`)
+          .then((r) => (r.ok ? true : undefined))
+          .catch(() => undefined),
+      15_000,
+      "etcd",
+    );
+    // The first node bootstraps alone, so it is the one leader; the others then clone it.
+    this.spawnNode("n1");
+    await this.waitForLeader(undefined, 60_000);
+    this.spawnNode("n2");
+    this.spawnNode("n3");
+    await this.waitHealthy();
+    this.startHaproxy();
+  }
+
+  /** A leader, a synchronous standby and a streaming replica: the cluster can lose its leader. */
+  async waitHealthy(timeoutMs = 90_000): Promise<void> {
+    await eventually(
+      async () => {
+        const members = await this.members().catch(() => []);
+        const running = (role: string) =>
+          members.some((m) => m.role === role && ["running", "streaming"].includes(m.state));
+        const timeline = members.find((m) => m.role === "leader")?.timeline;
+        // Patroni 3.0 says "running" of a standby stuck on an old timeline too: each must be on
+        // the leader's timeline and caught up.
+        return members.length === 3 &&
+          running("leader") &&
+          running("sync_standby") &&
+          members.every(
+            (m) =>
+              ["running", "streaming"].includes(m.state) &&
+              m.timeline === timeline &&
+              (m.lag ?? 0) < 1_000_000,
+          )
+          ? true
+          : undefined;
+      },
+      timeoutMs,
+      "a healthy Patroni cluster (leader, sync standby, replica)",
+    );
+  }
+
+  private startHaproxy(): void {
+    const servers = this.names
+      .map(
+        (name) =>
+          `  server ${name} 127.0.0.1:${this.pgPort(name)} check port ${this.restPort(name)}`,
+      )
+      .join("\n");
+    const file = join(this.dir, "haproxy.cfg");
+    writeFileSync(file, haproxyConfig(this.haproxyPort, servers));
+    this.haproxy = spawn("haproxy", ["-db", "-f", file], { stdio: ["ignore", "ignore", "ignore"] });
+  }
+
+  /** The members as any living node's REST API reports them. */
+  async members(): Promise<Member[]> {
+    for (const name of this.names) {
+      try {
+        const response = await fetch(`http://127.0.0.1:${this.restPort(name)}/cluster`, {
+          signal: AbortSignal.timeout(1_000),
+        });
+        if (response.ok) return ((await response.json()) as { members: Member[] }).members;
+      } catch {}
+    }
+    return [];
+  }
+
+  /** The leader's name, if a living node names one that is running. */
+  async leader(): Promise<string | undefined> {
+    const members = await this.members();
+    return members.find((m) => m.role === "leader" && m.state === "running")?.name;
+  }
+
+  /** Waits for a leader other than `notName` (a survivor may still name the killed one until the TTL). */
+  async waitForLeader(notName?: string, timeoutMs = 60_000): Promise<string> {
+    return eventually(
+      async () => {
+        const leader = await this.leader().catch(() => undefined);
+        if (!leader || leader === notName) return undefined;
+        // The new leader's own REST API says it is the primary: it has been promoted.
+        const primary = await fetch(`http://127.0.0.1:${this.restPort(leader)}/primary`, {
+          signal: AbortSignal.timeout(1_000),
+        }).catch(() => undefined);
+        return primary?.status === 200 ? leader : undefined;
+      },
+      timeoutMs,
+      `a leader other than ${notName}`,
+    );
+  }
+
+  /**
+   * When (performance.now()) a transaction first commits on the cluster: under
+   * synchronous_mode_strict a new leader commits only once a standby follows it again.
+   */
+  async whenWritable(timeoutMs = 30_000): Promise<number> {
+    const { default: postgres } = await import("postgres");
+    const sql = postgres(this.multiHostUrl(), { max: 1, connect_timeout: 1, onnotice: () => {} });
+    try {
+      return await eventually(
+        async () => {
+          const committed = await Promise.race([
+            sql`select txid_current()`.then(() => true).catch(() => false),
+            Bun.sleep(300).then(() => false),
+          ]);
+          return committed ? performance.now() : undefined;
+        },
+        timeoutMs,
+        "a commit on the new leader",
+      );
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  }
+
+  /** A member in `role` (e.g. "sync_standby"). */
+  async memberIn(role: string): Promise<string> {
+    return eventually(
+      async () => (await this.members()).find((m) => m.role === role)?.name,
+      30_000,
+      `a ${role}`,
+    );
+  }
+
+  /** Until HAProxy sends connections to the leader only (it starts with every server up). */
+  async waitForHaproxy(): Promise<void> {
+    const leader = await this.waitForLeader();
+    await eventually(
+      async () => {
+        const { default: postgres } = await import("postgres");
+        const sql = postgres(this.haproxyUrl(), { max: 1, connect_timeout: 2, onnotice: () => {} });
+        try {
+          const [row] =
+            await sql`select pg_is_in_recovery() as standby, inet_server_port() as port`;
+          return !row.standby && row.port === this.pgPort(leader) ? true : undefined;
+        } catch {
+          return undefined;
+        } finally {
+          await sql.end({ timeout: 1 });
+        }
+      },
+      30_000,
+      "HAProxy to route to the primary",
+    );
+  }
+
+  /** A planned switchover to `candidate` (a synchronous standby): Patroni's own REST call. */
+  async switchover(candidate: string): Promise<void> {
+    const leader = await this.waitForLeader();
+    const response = await fetch(`http://127.0.0.1:${this.restPort(leader)}/switchover`, {
+      method: "POST",
+      body: JSON.stringify({ leader, candidate }),
+    });
+    if (!response.ok) throw new Error(`switchover refused: ${await response.text()}`);
+  }
+
+  /**
+   * SIGKILL of the leader's Patroni, its postmaster and the postmaster's children: the machine
+   * is gone. `leader`, when the caller knows it, saves asking. Returns the killed node's name and
+   * when it was killed (performance.now()).
+   */
+  async killLeader(leader?: string): Promise<{ name: string; at: number }> {
+    const name = leader ?? (await this.waitForLeader());
+    const postmaster = Number(
+      readFileSync(join(this.dir, name, "data", "postmaster.pid"), "utf8").split("\n")[0],
+    );
+    const children = Bun.spawnSync(["pgrep", "-P", String(postmaster)])
+      .stdout.toString()
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
+    const at = performance.now();
+    this.patroni.get(name)?.kill("SIGKILL");
+    for (const pid of [postmaster, ...children]) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+    }
+    return { name, at };
+  }
+
+  /**
+   * Brings a killed node back as a fresh replica (its data directory removed, so Patroni clones
+   * the new leader: the old timeline may hold WAL the others never had).
+   */
+  async rejoin(name: string): Promise<void> {
+    rmSync(join(this.dir, name, "data"), { recursive: true, force: true });
+    this.spawnNode(name);
+    await this.waitHealthy();
+  }
+
+  async stop(): Promise<void> {
+    this.haproxy?.kill("SIGKILL");
+    for (const [name, child] of this.patroni) {
+      child.kill("SIGKILL");
+      try {
+        const pid = Number(
+          readFileSync(join(this.dir, name, "data", "postmaster.pid"), "utf8").split("\n")[0],
+        );
+        // SIGQUIT: PostgreSQL's immediate shutdown, its backends with it.
+        if (pid > 0) process.kill(pid, "SIGQUIT");
+      } catch {}
+    }
+    this.etcd?.kill("SIGKILL");
+    await Bun.sleep(500);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * HAProxy in front of the cluster, as docs/failover.md shows it: TCP to whichever node answers
+ * Patroni's `GET /primary` with 200; a node marked down has its sessions cut, so no client stays
+ * on a demoted or dead node.
+ */
+export const haproxyConfig = (port: number, servers: string) => `global
+  maxconn 300
+
+defaults
+  mode tcp
+  timeout connect 1s
+  timeout client 30m
+  timeout server 30m
+  timeout check 1s
+
+listen postgres_primary
+  bind 127.0.0.1:${port}
+  option httpchk GET /primary
+  http-check expect status 200
+  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
+${servers}
+`;
