@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { freePort, signToken, unique } from "@commerce/testing/basics";
+import { eventually, freePort, signToken, unique } from "@commerce/testing/basics";
 import { ServiceProcess, serviceCommand } from "@commerce/testing/launch";
 import { PatroniCluster } from "@commerce/testing/patroni-cluster";
-import { startStack, succeeded } from "@commerce/testing/processes";
+import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 import postgres from "postgres";
 import { recordFigures } from "./figures";
 import { type Attempt, type Delivery, Provider } from "./provider";
@@ -68,6 +68,45 @@ function readCatalog(url: string, token: string) {
   };
 }
 
+/** `count` orders of 2 units of a product with 5 in stock, placed through `apiUrl`. */
+async function placeExpiring(stack: Stack, apiUrl: string, count: number) {
+  const ids: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const product = await stack.callApi("POST", "/api/products", stack.admin, {
+      name: "Candle",
+      price: 500,
+      category: unique("c"),
+      stock: 5,
+    });
+    const order = await fetch(`${apiUrl}/api/orders`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${stack.customer}`, "content-type": "application/json" },
+      body: JSON.stringify({ product_id: product.json.id, qty: 2 }),
+    });
+    ids.push(((await order.json()) as { order_id: number }).order_id);
+  }
+  return ids;
+}
+
+/** The expiring orders once all are cancelled: status, `cancelled` timeline entries, stock. */
+const expiredOnce = (stack: Stack, ids: number[]) =>
+  eventually(
+    async () => {
+      const rows = await stack.sql<{ status: string; cancelled: number; stock: number }[]>`
+        select o.status, p.stock,
+          (select count(*)::int from api.order_events e
+            where e.order_id = o.id and e.type = 'cancelled') as cancelled
+        from api.orders o join api.order_items i on i.order_id = o.id
+        join api.products p on p.id = i.product_id
+        where o.id in ${stack.sql(ids)} order by o.id`;
+      return rows.length === ids.length && rows.every((row) => row.status === "cancelled")
+        ? rows
+        : undefined;
+    },
+    30_000,
+    "the expiring orders cancelled",
+  );
+
 const slowestAllowedMs = 2_000 + 1_000; // X2's 2 s, and slack for a loaded machine
 
 /** Runs the scenario, then brings the killed node back even if it failed, for the next one. */
@@ -93,6 +132,10 @@ async function streamThroughFailover(
   const stack = await startStack({ databaseUrl: url });
   try {
     const orders = await placeOrders(stack, 80);
+    // L3 across the failover: a replica whose orders live 4 s (and which sweeps every 4 s) places
+    // orders that fall due around the kill; each must be cancelled once, its stock given back once.
+    const sweeper = await stack.replica("api", { ORDER_TTL_SECONDS: "4" });
+    const expiring = await placeExpiring(stack, sweeper.url, 8);
     const leader = await cluster.waitForLeader();
     const before = await tableCounts(stack);
     const provider = new TimedProvider(stack.payments.url);
@@ -158,6 +201,11 @@ async function streamThroughFailover(
       ...figures,
     });
     console.log(`X2 failover through the ${way}:`, JSON.stringify(figures));
+    // What a 500 was, if there was one (the log line names the error, never the SQL: N3).
+    const unexpected = [stack.api, stack.payments, sweeper].flatMap((service) =>
+      service.logLines().filter((line) => line.msg === "unexpected error"),
+    );
+    if (unexpected.length) console.log("unexpected errors:", JSON.stringify(unexpected));
 
     // 0 acknowledged lost, 0 paid twice, every refused one accepted on resend.
     expect(done.every((d) => d.accepted)).toBe(true);
@@ -166,6 +214,10 @@ async function streamThroughFailover(
     expect(outcome.changed.paid_orders).toBe(orders.length);
     expect(paidTimeline.length).toBe(orders.length);
     expect(paidTimeline.every((row) => row.n === 1)).toBe(true);
+    const expired = await expiredOnce(stack, expiring);
+    expect(expired.map((row) => [row.status, row.cancelled, row.stock])).toEqual(
+      expiring.map(() => ["cancelled", 1, 5]),
+    );
     // Never a 500 (nor any 5xx but 503), never an answer held open.
     expect(attempts.every((a) => a.status === 200 || a.status === 503)).toBe(true);
     expect(catalog.reads.every((r) => r.status === 200 || r.status === 503)).toBe(true);
@@ -181,7 +233,7 @@ async function streamThroughFailover(
 }
 
 describe("X2: PostgreSQL failover (Patroni, synchronous_mode_strict)", () => {
-  test("X2: the primary SIGKILLed mid-stream, services on the multi-host URL: 0 acknowledged lost, 0 paid twice, every 503 accepted on resend, no 500, answers within 2 s, writes and reads back within 5 s of the promotion", async () => {
+  test("X2: the primary SIGKILLed mid-stream, services on the multi-host URL: 0 acknowledged lost, 0 paid twice, every 503 accepted on resend, no 500, answers within 2 s, writes and reads back within 5 s of the promotion; orders falling due meanwhile expire once (L3)", async () => {
     await failoverScenario("multi-host URL");
   });
 

@@ -82,6 +82,11 @@ export class PatroniCluster {
           maximum_lag_on_failover: 1048576,
           synchronous_mode: true,
           synchronous_mode_strict: true,
+          // Both standbys synchronous: Patroni promotes the more advanced, so the other is never
+          // ahead of the new leader's timeline (an asynchronous standby that had received WAL
+          // the promoted one never had stayed on the old timeline, and in strict mode the new
+          // leader then had no standby to commit with).
+          synchronous_node_count: 2,
           postgresql: {
             // An asynchronous standby may have received WAL the promoted one never had: it is
             // rewound (or, failing that, cloned again) to follow the new timeline.
@@ -174,7 +179,7 @@ export class PatroniCluster {
     this.startHaproxy();
   }
 
-  /** A leader, a synchronous standby and a streaming replica: the cluster can lose its leader. */
+  /** A leader and two synchronous standbys, caught up: the cluster can lose its leader. */
   async waitHealthy(timeoutMs = 90_000): Promise<void> {
     await eventually(
       async () => {
@@ -186,7 +191,7 @@ export class PatroniCluster {
         // the leader's timeline and caught up.
         return members.length === 3 &&
           running("leader") &&
-          running("sync_standby") &&
+          members.every((m) => m.role === "leader" || m.role === "sync_standby") &&
           members.every(
             (m) =>
               ["running", "streaming"].includes(m.state) &&
@@ -197,7 +202,7 @@ export class PatroniCluster {
           : undefined;
       },
       timeoutMs,
-      "a healthy Patroni cluster (leader, sync standby, replica)",
+      "a healthy Patroni cluster (a leader, two sync standbys)",
     );
   }
 
