@@ -70,10 +70,12 @@ try {
 
   const sql = postgres(system.databaseUrl, { max: 2, onnotice: () => {}, connect_timeout: 3 });
   const lowest = new Map<number, number>();
+  let peakLoad = loadavg()[0];
   const workloadStart = Date.now();
   const end = workloadStart + minutes * 60_000;
   const over = () => Date.now() > end;
   const sampler = setInterval(() => {
+    peakLoad = Math.max(peakLoad, loadavg()[0]);
     sql`select id, stock from api.products where id = any(${tracked})`
       .then((rows) => {
         for (const r of rows) lowest.set(r.id, Math.min(lowest.get(r.id) ?? r.stock, r.stock));
@@ -118,6 +120,8 @@ try {
     await webhooksDelivered(sql, receiver.received),
     await reviewsExplained(sql, stats),
   ];
+  const [{ expired }] = await sql`select count(*)::int as expired from api.orders
+    where cancel_reason = 'expired'`;
   await sql.end({ timeout: 2 });
   const report = markdownReport(stats, verdicts, {
     minutes,
@@ -125,6 +129,8 @@ try {
     workloadSeconds,
     drainSeconds,
     load: loadavg(),
+    peakLoad,
+    expired,
     cores: cpus().length,
   });
   writeFileSync(reportPath, report);

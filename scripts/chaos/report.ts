@@ -7,6 +7,10 @@ export type RunFacts = {
   workloadSeconds: number;
   drainSeconds: number;
   load: number[];
+  /** The highest 1-minute load average sampled during the run. */
+  peakLoad: number;
+  /** Orders cancelled as expired (L3), the workload's unpaid ones and any paid too late. */
+  expired: number;
   cores: number;
 };
 
@@ -21,7 +25,7 @@ export function markdownReport(stats: Stats, verdicts: Verdict[], facts: RunFact
     .join(", ");
   const answers = [...stats.answers].sort(([a], [b]) => a.localeCompare(b));
   const all = verdicts.every((v) => v.pass);
-  const loaded = facts.load[0] > facts.cores * 1.5;
+  const loaded = Math.max(facts.peakLoad, ...facts.load) > facts.cores * 1.5;
   return [
     "# Chaos run (X5)",
     "",
@@ -62,7 +66,8 @@ export function markdownReport(stats: Stats, verdicts: Verdict[], facts: RunFact
     "",
     `- Orders placed: ${stats.ordersPlaced} (${(stats.ordersPlaced / facts.workloadSeconds).toFixed(1)}/s); ` +
       `refused for stock: ${stats.ordersRefusedNoStock}; cancelled by the customer: ${stats.ordersCancelled}; ` +
-      `left unpaid to expire: ${stats.ordersLeftUnpaid}; placing failed after retries: ${stats.placeFailed}.`,
+      `left unpaid to expire: ${stats.ordersLeftUnpaid} (orders expired by the end: ${facts.expired}); ` +
+      `placing failed after retries: ${stats.placeFailed}.`,
     `- Notifications accepted: ${first.length} (${perProvider}; ${(first.length / facts.workloadSeconds).toFixed(1)}/s), ` +
       `of which refunds ${first.filter((n) => n.kind === "refund").length} and second payments ` +
       `${first.filter((n) => n.kind === "second payment").length}; duplicates re-sent and accepted: ` +
