@@ -33,9 +33,10 @@ export function markdownReport(stats: Stats, verdicts: Verdict[], facts: RunFact
       `${facts.workloadSeconds.toFixed(0)} s of workload and faults, then ${facts.drainSeconds.toFixed(0)} s to drain. ` +
       `**${all ? "PASS" : "FAIL"}**.`,
     "",
-    `Load average at the end: ${facts.load.map((l) => l.toFixed(2)).join(", ")} on ${facts.cores} cores` +
+    `Load average at the end: ${facts.load.map((l) => l.toFixed(2)).join(", ")} (1, 5, 15 min) on ` +
+      `${facts.cores} cores; the highest 1-minute figure sampled during the run: ${facts.peakLoad.toFixed(2)}` +
       (loaded
-        ? " — the machine was heavily loaded (other work shared it), so times are long."
+        ? ". The machine was heavily loaded (other work shared its two cores), so times here are longer than on a machine of its own."
         : "."),
     "",
     "## Invariants",
