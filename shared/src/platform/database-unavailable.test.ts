@@ -72,6 +72,28 @@ describe("X2: what a lost or read-only database answers", () => {
     await pool.end();
   });
 
+  test("X2: a query waiting for its connection fails (CONNECTION_CLOSED, 503) once every host closed on it, instead of waiting for a primary (postgres.js #1174)", async () => {
+    // What HAProxy with no primary behind it does: accept, then close at once.
+    const closing = Array.from({ length: 2 }, () =>
+      Bun.listen({
+        hostname: "127.0.0.1",
+        port: 0,
+        socket: { open: (socket) => void socket.end(), data: () => {} },
+      }),
+    );
+    const hosts = closing.map((server) => `127.0.0.1:${server.port}`).join(",");
+    const pool = connectDatabase(`postgres://root@${hosts}/none`, { max: 1 });
+    const outcome = await Promise.race([
+      failureOf(pool`select 1`),
+      Bun.sleep(10_000).then(() => "still waiting"),
+    ]);
+    expect(outcome).not.toBe("still waiting");
+    expect((outcome as { code: string }).code).toBe("CONNECTION_CLOSED");
+    expect(databaseUnavailable(outcome)).toBe(true);
+    await pool.end({ timeout: 1 });
+    for (const server of closing) server.stop(true);
+  });
+
   test("O2, X2: /ready's database check is up on a primary, down on a closed port", async () => {
     expect(await databaseIsUp(ordinary)).toBe(true);
     const closed = connectDatabase("postgres://root@127.0.0.1:1/none", { max: 1 });

@@ -74,6 +74,16 @@ export const isoTimestamp = (sql: Sql, column: string) =>
  * unknown), not that the request was wrong: the answer is 503 and the caller retries, never 500.
  * drizzle wraps the driver's error as its cause.
  */
+/** A socket that broke or never reached the server (besides ECONNREFUSED, ECONNRESET, ...). */
+const socketErrors = new Set([
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ERR_SOCKET_CLOSED",
+  "ERR_STREAM_DESTROYED",
+]);
+
 export function databaseUnavailable(error: unknown): boolean {
   const cause = (error as { cause?: unknown })?.cause;
   if (cause && cause !== error && databaseUnavailable(cause)) return true;
@@ -82,7 +92,7 @@ export function databaseUnavailable(error: unknown): boolean {
     typeof code === "string" &&
     (code.startsWith("CONNECT") || // the driver's CONNECT_TIMEOUT, CONNECTION_CLOSED/ENDED/DESTROYED
       code.startsWith("ECONN") ||
-      code === "EPIPE" ||
+      socketErrors.has(code) ||
       code.startsWith("08") || // connection exception
       code.startsWith("57P") || // admin / crash shutdown, cannot connect now (starting, in recovery)
       code === "25006" || // read_only_sql_transaction: a standby, or a primary demoted meanwhile
