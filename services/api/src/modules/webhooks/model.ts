@@ -36,8 +36,7 @@ export const webhookEndpoint = t.Object(
     failing_since: t.Nullable(
       t.String({
         format: "date-time",
-        description:
-          "The first failed attempt since the last success; null while attempts succeed",
+        description: "The first failed attempt since the last success; null while attempts succeed",
       }),
     ),
     created_at: t.String({ format: "date-time" }),
