@@ -1,0 +1,146 @@
+/**
+ * X5: `npm run chaos -- --minutes N [--base 47800] [--report path.md]`: the whole system on
+ * loopback (Patroni, a three-node NATS cluster, two api replicas and payments), a steady
+ * workload, random SIGKILLs of each part, then a drain and the invariants. Exits 1 on a violation.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { parseArgs } from "node:util";
+import { signToken } from "@commerce/testing/basics";
+import { startWebhookReceiver } from "@commerce/testing/webhook-receiver";
+import postgres from "postgres";
+import { ApiClient, runCustomers } from "./chaos/customers";
+import { injectFaults } from "./chaos/faults";
+import {
+  noOrderPaidTwice,
+  notificationsOnce,
+  reviewsExplained,
+  stockConserved,
+  webhooksDelivered,
+} from "./chaos/invariants";
+import { Providers } from "./chaos/provider";
+import { markdownReport } from "./chaos/report";
+import { Stats } from "./chaos/stats";
+import { ChaosSystem } from "./chaos/system";
+
+const { values } = parseArgs({
+  options: {
+    minutes: { type: "string", default: "10" },
+    base: { type: "string", default: "47800" },
+    report: { type: "string" },
+  },
+});
+const minutes = Number(values.minutes);
+const logDir = `/tmp/chaos-${Date.now()}`;
+mkdirSync(logDir, { recursive: true });
+const reportPath = values.report ?? `${logDir}/chaos-report.md`;
+const log = (line: string) => console.log(`[chaos] ${line}`);
+
+const stats = new Stats();
+const system = new ChaosSystem(Number(values.base), logDir);
+const receiver = await startWebhookReceiver();
+let exitCode = 1;
+try {
+  log(`starting the system (logs in ${logDir})`);
+  await system.start();
+  const client = new ApiClient(system, stats);
+  const admin = await signToken("chaos-admin", "admin");
+  const product = async (stock: number | null, i: number) => {
+    const made = await client.call("POST", "/api/products", admin, {
+      name: `Chaos ${stock === null ? "plain" : "tracked"} ${i}`,
+      price: 1000 + i * 111,
+      category: "chaos",
+      ...(stock === null ? {} : { stock }),
+    });
+    if (made.status !== 201)
+      throw new Error(`product: ${made.status} ${JSON.stringify(made.json)}`);
+    return made.json.id as number;
+  };
+  const stockPerProduct = Math.max(20, 50 * minutes);
+  const tracked = await Promise.all([0, 1, 2].map((i) => product(stockPerProduct, i)));
+  const untracked = await Promise.all([3, 4, 5].map((i) => product(null, i)));
+  const initial = new Map(tracked.map((id) => [id, stockPerProduct]));
+  const endpoint = await client.call("POST", "/api/webhook-endpoints", admin, {
+    url: receiver.url,
+    events: ["*"],
+    description: "chaos receiver",
+  });
+  if (endpoint.status !== 201)
+    throw new Error(`endpoint: ${endpoint.status} ${JSON.stringify(endpoint.json)}`);
+
+  const sql = postgres(system.databaseUrl, { max: 2, onnotice: () => {}, connect_timeout: 3 });
+  const lowest = new Map<number, number>();
+  let peakLoad = loadavg()[0];
+  const workloadStart = Date.now();
+  const end = workloadStart + minutes * 60_000;
+  const over = () => Date.now() > end;
+  const sampler = setInterval(() => {
+    peakLoad = Math.max(peakLoad, loadavg()[0]);
+    sql`select id, stock from api.products where id = any(${tracked})`
+      .then((rows) => {
+        for (const r of rows) lowest.set(r.id, Math.min(lowest.get(r.id) ?? r.stock, r.stock));
+      })
+      .catch(() => {});
+  }, 2_000);
+  const providers = new Providers(system, stats);
+  log(`workload and faults for ${minutes} min`);
+  await Promise.all([
+    runCustomers({
+      client,
+      stats,
+      tracked,
+      untracked,
+      until: over,
+      pay: (o) => providers.pay(o),
+      concurrency: 3,
+    }),
+    injectFaults(system, stats, over, Math.min(45_000, (minutes * 60_000) / 6)),
+  ]);
+  const workloadSeconds = (Date.now() - workloadStart) / 1000;
+  log("draining");
+  const drainStart = Date.now();
+  while (providers.inFlight > 0 && Date.now() - drainStart < 200_000) await Bun.sleep(500);
+  // Settled: every outbox row published and every delivery attempted to the end.
+  for (let quiet = 0; quiet < 3 && Date.now() - drainStart < 400_000; ) {
+    const [row] = await sql`select
+      (select count(*)::int from payments.outbox where published_at is null and dead_at is null) as p,
+      (select count(*)::int from api.outbox where published_at is null and dead_at is null) as a,
+      (select count(*)::int from api.webhook_deliveries where status = 'pending') as d`.catch(
+      () => [undefined],
+    );
+    quiet = row && row.p + row.a + row.d === 0 ? quiet + 1 : 0;
+    await Bun.sleep(2_000);
+  }
+  clearInterval(sampler);
+  const drainSeconds = (Date.now() - drainStart) / 1000;
+  const verdicts = [
+    await notificationsOnce(sql, stats),
+    await noOrderPaidTwice(sql),
+    await stockConserved(sql, initial, lowest),
+    await webhooksDelivered(sql, receiver.received),
+    await reviewsExplained(sql, stats),
+  ];
+  const [{ expired }] = await sql`select count(*)::int as expired from api.orders
+    where cancel_reason = 'expired'`;
+  await sql.end({ timeout: 2 });
+  const report = markdownReport(stats, verdicts, {
+    minutes,
+    startedAt: new Date(stats.startedAt),
+    workloadSeconds,
+    drainSeconds,
+    load: loadavg(),
+    peakLoad,
+    expired,
+    cores: cpus().length,
+  });
+  writeFileSync(reportPath, report);
+  console.log(`\n${report}`);
+  log(`report written to ${reportPath}`);
+  exitCode = verdicts.every((v) => v.pass) ? 0 : 1;
+} catch (error) {
+  console.error("[chaos] the run failed:", error);
+} finally {
+  await system.stop().catch(() => {});
+  await receiver.close();
+}
+process.exit(exitCode);

@@ -1,0 +1,45 @@
+/** X5: what the chaos run counts while it runs, for the report. */
+export type Fault = { at: number; what: string; target: string; backAt?: number; note?: string };
+
+export type SentNotification = {
+  provider: "generic" | "stripe" | "adyen";
+  /** The key payments and the api store it under (G5). */
+  key: string;
+  orderId: number;
+  kind: "payment" | "refund" | "second payment";
+  /** A repeat of an accepted notification (W5). */
+  duplicate: boolean;
+  attempts: number;
+  status: number | "connection error" | "gave up";
+  acceptedAt?: number;
+};
+
+export class Stats {
+  readonly startedAt = Date.now();
+  readonly faults: Fault[] = [];
+  readonly notifications: SentNotification[] = [];
+  /** Answers by service and status ("api 503", "payments 200", "api connection error"). */
+  readonly answers = new Map<string, number>();
+  ordersPlaced = 0;
+  ordersRefusedNoStock = 0;
+  ordersCancelled = 0;
+  ordersLeftUnpaid = 0;
+  placeFailed = 0;
+
+  count(service: string, status: number | string): void {
+    const key = `${service} ${status}`;
+    this.answers.set(key, (this.answers.get(key) ?? 0) + 1);
+  }
+
+  fault(what: string, target: string, note?: string): Fault {
+    const fault = { at: Date.now(), what, target, note };
+    this.faults.push(fault);
+    console.log(`[chaos] ${this.clock(fault.at)} ${what} ${target}${note ? ` (${note})` : ""}`);
+    return fault;
+  }
+
+  /** Seconds since the start, as +123.4 s. */
+  clock(at: number): string {
+    return `+${((at - this.startedAt) / 1000).toFixed(1)} s`;
+  }
+}

@@ -1,0 +1,118 @@
+import { jwtSecret, webhookSecret } from "@commerce/testing/basics";
+import { ServiceProcess, serviceCommand } from "@commerce/testing/launch";
+import { PrivateNats } from "@commerce/testing/nats-server";
+import { PatroniCluster } from "@commerce/testing/patroni-cluster";
+import { providersEnv } from "@commerce/testing/provider-requests";
+import postgres from "postgres";
+
+/**
+ * X5: the whole system on loopback, every port fixed from `base` (the run's own range): a Patroni
+ * cluster (base..base+30), a three-node NATS cluster (base+50..), two api replicas and payments
+ * (base+60..), each a real process that the chaos run may SIGKILL and start again.
+ */
+export class ChaosSystem {
+  cluster: PatroniCluster;
+  readonly nats: PrivateNats[] = [];
+  readonly apis: ServiceProcess[] = [];
+  payments!: ServiceProcess;
+  readonly prefix = `chaos${Date.now().toString(36)}`;
+
+  constructor(
+    private readonly base: number,
+    private readonly logDir: string,
+  ) {
+    this.cluster = new PatroniCluster(base);
+  }
+
+  get natsUrl(): string {
+    return this.nats.map((node) => node.url).join(",");
+  }
+
+  /** The services' database: every node, the driver picking the primary (X2). */
+  get databaseUrl(): string {
+    return this.cluster.multiHostUrl("chaos");
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.cluster.start();
+    } catch (error) {
+      // On a loaded machine the first node's bootstrap may outlast the harness's minute: once more.
+      console.log(`[chaos] the Patroni cluster did not start (${error}); trying once more`);
+      await this.cluster.stop();
+      this.cluster = new PatroniCluster(this.base);
+      await this.cluster.start();
+    }
+    const admin = postgres(this.cluster.multiHostUrl(), { max: 1, onnotice: () => {} });
+    await admin.unsafe("create database chaos");
+    await admin.end({ timeout: 1 });
+    await this.startNats();
+    const env = {
+      DATABASE_URL: this.databaseUrl,
+      NATS_URL: this.natsUrl,
+      NATS_PREFIX: this.prefix,
+      STREAM_REPLICAS: "3",
+      AUTH_JWT_SECRET: jwtSecret,
+      PAYMENT_WEBHOOK_SECRETS: webhookSecret,
+      ...providersEnv,
+      RATE_LIMIT_RPS: "0",
+      HOLD_MAX_ORDERS: "0",
+      HOLD_MAX_UNITS: "0",
+      // L3: some orders are left unpaid; they expire within the run.
+      ORDER_TTL_SECONDS: "90",
+      // H3: a delivery that failed while the api was down is tried again soon, not in 5 min.
+      WEBHOOK_RETRY_SCHEDULE: "2,5,10,20,30,60,60,60,60,60",
+      WEBHOOK_ALLOW_HTTP: "1",
+      WEBHOOK_ALLOW_PRIVATE: "1",
+      LOG_LEVEL: "warn",
+    };
+    const service = (name: "api" | "payments", label: string, port: number) =>
+      new ServiceProcess({
+        name: label,
+        port,
+        command: serviceCommand(name, false),
+        env,
+        output: { dir: this.logDir },
+        readyTimeoutMs: 60_000,
+      });
+    // One replica first: it applies the migrations alone.
+    this.apis.push(
+      service("api", "api-1", this.base + 60),
+      service("api", "api-2", this.base + 61),
+    );
+    this.payments = service("payments", "payments", this.base + 62);
+    await this.apis[0].start();
+    await Promise.all([this.apis[1].start(), this.payments.start()]);
+  }
+
+  private async startNats(): Promise<void> {
+    const names = ["n1", "n2", "n3"];
+    const port = (i: number, offset: number) => this.base + 50 + offset + i;
+    const routes = names.map((_, i) => `nats://127.0.0.1:${port(i, 3)}`).join(",");
+    for (const [i, name] of names.entries())
+      this.nats.push(
+        new PrivateNats({
+          port: port(i, 0),
+          args: [
+            "--server_name",
+            name,
+            "--cluster_name",
+            this.prefix,
+            "--cluster",
+            `nats://127.0.0.1:${port(i, 3)}`,
+            "--routes",
+            routes,
+          ],
+        }),
+      );
+    await Promise.all(this.nats.map((node) => node.start()));
+    // JetStream needs its meta leader before a stream of three replicas can be made.
+    await Bun.sleep(3_000);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.apis, this.payments].map((s) => s?.stop("SIGKILL")));
+    await Promise.all(this.nats.map((node) => node.dispose()));
+    await this.cluster.stop();
+  }
+}
