@@ -7,6 +7,7 @@
  *   BENCH_SECONDS=8 BENCH_ROUNDS=3 BENCH_LATENCY_COUNT=1000 BENCH_KEEP=1 npm run bench
  *   BENCH_ONLY=orders npm run bench    # only POST /api/orders and the stock rows (~2 min)
  *   BENCH_ONLY=webhooks npm run bench  # only the webhooks row (bench/scenarios/webhooks.ts)
+ *   BENCH_ONLY=paced-webhooks npm run bench  # only H10's row: 250/s, a receiver process
  *   BENCH_ONLY=reads npm run bench     # only the read rows, against both floors (~3 min)
  *   BENCH_ONLY=burst npm run bench     # only the burst row
  *   BENCH_ONLY=scale npm run bench     # only the scale row (list latency, 10k to 1M rows)
@@ -35,6 +36,7 @@ import { findPostmaster, type Machine, machine } from "./machine";
 import { burstRow } from "./scenarios/bursts";
 import { fullRun } from "./scenarios/full";
 import { ordersRow } from "./scenarios/orders";
+import { pacedWebhooksRow } from "./scenarios/paced-webhooks";
 import { readsRow } from "./scenarios/reads";
 import { renderScale, scaleBench } from "./scenarios/scale";
 import { renderSoak, soakBench } from "./scenarios/soak";
@@ -59,6 +61,7 @@ const rows: Record<string, (host: Machine) => Promise<Outcome>> = {
   burst: burstRow,
   soak: soakRow,
   webhooks: webhooksRow,
+  "paced-webhooks": pacedWebhooksRow,
 };
 
 async function main() {

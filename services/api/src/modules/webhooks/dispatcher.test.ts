@@ -17,7 +17,8 @@ const endpoints: number[] = [];
 let nextOrder = 1_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
 
 beforeAll(async () => {
-  api = await startApi({ env: webhookEnv });
+  // 8 attempts in flight per endpoint (a claim reads 32 of its due deliveries), as the tests count.
+  api = await startApi({ env: webhookEnv, webhookDispatcher: { perEndpoint: 8 } });
 });
 
 afterEach(async () => {
