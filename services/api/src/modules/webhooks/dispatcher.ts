@@ -74,16 +74,16 @@ export class WebhookDispatcher {
     },
     options: DispatcherOptions = {},
   ) {
-    // H10: an endpoint's throughput is at most `perEndpoint` attempts per claim round (claim,
-    // send, record: some 30-60 ms under load), so 8 capped a healthy receiver near 100-160 a
-    // second and 250 paid orders a second queued for seconds; 16 per endpoint and 10 ms between
-    // claims keep up with room to spare. The process's capacity grows with it, so a few slow
-    // endpoints still leave room for every other (H5).
-    this.perEndpoint = options.perEndpoint ?? 16;
-    this.capacity = options.inFlight ?? 128;
+    // H10: an endpoint's throughput is at most `perEndpoint` attempts per round (claim, send,
+    // record), and on a loaded machine a claim alone took 100-230 ms: 8 capped a healthy
+    // receiver near 40-160 a second, and at 250 paid orders a second deliveries queued for
+    // seconds. 64 keeps up through such rounds; the process's capacity grows with it (8 slow
+    // endpoints to fill it, as before), so a slow endpoint still delays no other (H5).
+    this.perEndpoint = options.perEndpoint ?? 64;
+    this.capacity = options.inFlight ?? 512;
     this.pollMs = options.pollMs ?? 1000;
     this.claimSpacingMs = options.claimSpacingMs ?? 10;
-    this.scanPerEndpoint = options.scanPerEndpoint ?? 4 * this.perEndpoint;
+    this.scanPerEndpoint = options.scanPerEndpoint ?? 2 * this.perEndpoint;
     this.recorder = new AttemptRecorder(deps.sql, deps.config);
     this.notified = new DispatcherWake({
       sql: deps.sql,
