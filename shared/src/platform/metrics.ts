@@ -6,6 +6,7 @@ import {
   type Metric,
   Registry,
 } from "prom-client";
+import { HttpStats } from "./http-metrics";
 
 /**
  * The service's Prometheus registry (O3), on prom-client: its defaults add process CPU, resident
@@ -40,22 +41,15 @@ export function cachedRead<T>(read: () => Promise<T> | T, ttlMs = gaugeCacheMs):
 export class Metrics {
   private readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
-  readonly httpRequests = this.counter(
-    "http_requests_total",
-    "HTTP requests by method, route and status",
-    ["method", "route", "status"],
-  );
-  readonly httpDuration = this.histogram(
-    "http_request_duration_seconds",
-    "HTTP request latency by method, route and status",
-    ["method", "route", "status"],
-  );
+  /** O3: the HTTP request counter and latency histogram, handed to prom-client when scraped. */
+  readonly http = new HttpStats();
 
   /** Each gauge's cached read (labelled ones summed), for the operator status routes (U3). */
   private readonly reads = new Map<string, () => Promise<number>>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    for (const metric of this.http.metrics()) this.registry.registerMetric(metric);
   }
 
   /**
