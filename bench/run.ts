@@ -10,6 +10,7 @@
  *   BENCH_ONLY=paced-webhooks npm run bench  # only H10's row: 250/s, a receiver process
  *   BENCH_ONLY=reads npm run bench     # only the read rows, against both floors (~3 min)
  *   BENCH_ONLY=burst npm run bench     # only the burst row
+ *   BENCH_ONLY=scrapes npm run bench   # only /metrics: one scrape, 20 scrapers beside reads
  *   BENCH_ONLY=scale npm run bench     # only the scale row (list latency, 10k to 1M rows)
  *   BENCH_ONLY=soak npm run bench      # only the 5-minute soak row (O9; bench/scenarios/soak.ts)
  *
@@ -39,6 +40,7 @@ import { ordersRow } from "./scenarios/orders";
 import { pacedWebhooksRow } from "./scenarios/paced-webhooks";
 import { readsRow } from "./scenarios/reads";
 import { renderScale, scaleBench } from "./scenarios/scale";
+import { scrapesRow } from "./scenarios/scrapes";
 import { renderSoak, soakBench } from "./scenarios/soak";
 import { webhooksRow } from "./scenarios/webhooks";
 
@@ -62,6 +64,7 @@ const rows: Record<string, (host: Machine) => Promise<Outcome>> = {
   soak: soakRow,
   webhooks: webhooksRow,
   "paced-webhooks": pacedWebhooksRow,
+  scrapes: scrapesRow,
 };
 
 async function main() {
