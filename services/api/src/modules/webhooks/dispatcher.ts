@@ -35,6 +35,8 @@ export type DispatcherOptions = {
   pollMs?: number;
   /** The least time between two claims: attempts finishing one by one share a claim. */
   claimSpacingMs?: number;
+  /** The least time between claims after one that found nothing (no endpoint, nothing due). */
+  idleClaimSpacingMs?: number;
   /** Due deliveries a claim reads per endpoint: a bound on its cost, whatever the backlog. */
   scanPerEndpoint?: number;
 };
@@ -53,6 +55,9 @@ export class WebhookDispatcher {
   private readonly capacity: number;
   private readonly pollMs: number;
   private readonly claimSpacingMs: number;
+  private readonly idleClaimSpacingMs: number;
+  /** Whether the last claim took anything: deliveries are flowing. */
+  private flowing = false;
   private readonly scanPerEndpoint: number;
   private readonly recorder: AttemptRecorder;
   /** H10: a NOTIFY of deliveries committed by any replica. */
@@ -83,6 +88,9 @@ export class WebhookDispatcher {
     this.capacity = options.inFlight ?? 512;
     this.pollMs = options.pollMs ?? 1000;
     this.claimSpacingMs = options.claimSpacingMs ?? 10;
+    // Every commit of order events wakes the dispatcher; with no endpoint to deliver to (a burst
+    // of payments in a shop without webhooks) a claim 100 times a second would be pure load.
+    this.idleClaimSpacingMs = options.idleClaimSpacingMs ?? 50;
     this.scanPerEndpoint = options.scanPerEndpoint ?? 2 * this.perEndpoint;
     this.recorder = new AttemptRecorder(deps.sql, deps.config);
     this.notified = new DispatcherWake({
@@ -113,7 +121,8 @@ export class WebhookDispatcher {
       return;
     }
     // Under load, attempts and order moves that end close together share one claim.
-    const wait = this.lastClaim + this.claimSpacingMs - performance.now();
+    const spacing = this.flowing ? this.claimSpacingMs : this.idleClaimSpacingMs;
+    const wait = this.lastClaim + spacing - performance.now();
     if (wait > 0) {
       this.spaced = setTimeout(() => {
         this.spaced = undefined;
@@ -158,6 +167,7 @@ export class WebhookDispatcher {
     const room = this.capacity - this.inFlight.size;
     if (room <= 0) return;
     const claimed = await this.claim(room);
+    this.flowing = claimed.length > 0;
     for (const delivery of claimed) {
       const attempt = this.attempt(delivery).finally(() => {
         this.inFlight.delete(attempt);
