@@ -27,6 +27,9 @@ export class DispatcherWake {
 
   start() {
     const { sql, logger, onWake } = this.deps;
+    // A pool of one (npm start's embedded PGlite) serves one api, so no replica to hear from,
+    // and its socket would keep a second connection waiting forever.
+    if (sql.options.max <= 1) return;
     sql
       .listen(wakeChannel, () => onWake())
       .then((listening) => {
