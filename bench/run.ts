@@ -7,8 +7,10 @@
  *   BENCH_SECONDS=8 BENCH_ROUNDS=3 BENCH_LATENCY_COUNT=1000 BENCH_KEEP=1 npm run bench
  *   BENCH_ONLY=orders npm run bench    # only POST /api/orders and the stock rows (~2 min)
  *   BENCH_ONLY=webhooks npm run bench  # only the webhooks row (bench/scenarios/webhooks.ts)
+ *   BENCH_ONLY=paced-webhooks npm run bench  # only H10's row: 250/s, a receiver process
  *   BENCH_ONLY=reads npm run bench     # only the read rows, against both floors (~3 min)
  *   BENCH_ONLY=burst npm run bench     # only the burst row
+ *   BENCH_ONLY=scrapes npm run bench   # only /metrics: one scrape, 20 scrapers beside reads
  *   BENCH_ONLY=scale npm run bench     # only the scale row (list latency, 10k to 1M rows)
  *   BENCH_ONLY=soak npm run bench      # only the 5-minute soak row (O9; bench/scenarios/soak.ts)
  *   npm run bench -- report [dir]      # docs/benchmarks.md's current figures from a saved full run
@@ -39,8 +41,10 @@ import { findPostmaster, type Machine, machine } from "./machine";
 import { burstRow } from "./scenarios/bursts";
 import { fullRun } from "./scenarios/full";
 import { ordersRow } from "./scenarios/orders";
+import { pacedWebhooksRow } from "./scenarios/paced-webhooks";
 import { readsRow } from "./scenarios/reads";
 import { renderScale, scaleBench } from "./scenarios/scale";
+import { scrapesRow } from "./scenarios/scrapes";
 import { renderSoak, soakBench } from "./scenarios/soak";
 import { webhooksRow } from "./scenarios/webhooks";
 
@@ -63,6 +67,8 @@ const rows: Record<string, (host: Machine) => Promise<Outcome>> = {
   burst: burstRow,
   soak: soakRow,
   webhooks: webhooksRow,
+  "paced-webhooks": pacedWebhooksRow,
+  scrapes: scrapesRow,
 };
 
 async function main() {

@@ -1,6 +1,6 @@
 /**
  * The order rows: POST /api/orders, then the stock rows (./stock.ts): one hot product with its
- * stock tracked and not, checkout, the race of 1000 orders for a stock of 10.
+ * stock tracked and not, checkout, the race of 1000 orders for 100 units (a flash sale).
  *
  *   BENCH_ONLY=orders npm run bench    # only POST /api/orders and the stock rows (~2 min)
  */
@@ -15,7 +15,7 @@ import { checkoutRun, hotProductOrders, stockRace } from "./stock";
 export type Stock = Awaited<ReturnType<typeof measureOrders>>["stock"];
 type Summary = ReturnType<typeof summarise>;
 
-/** POST /api/orders, then the stock rows: one hot product, checkout, the race for a stock of 10. */
+/** POST /api/orders, then the stock rows: one hot product, checkout, the race of 1000 for 100 units. */
 export async function measureOrders(api: Service, tokens: string[]) {
   const { rounds, seconds } = settings;
   say("POST /api/orders");
@@ -35,7 +35,7 @@ export async function measureOrders(api: Service, tokens: string[]) {
   );
   say("POST /api/cart/checkout, 32 customers at once");
   const checkout = await checkoutRun(sql, api, tokens, 32, seconds);
-  say("1000 concurrent one-unit orders for a stock of 10");
+  say("flash sale: 1000 concurrent one-unit orders for 100 units");
   const race = await stockRace(sql, api, tokens);
   say(`race: ${race.created} created, ${race.refused_409} refused, stock left ${race.stock_left}`);
   return { orders: orderRuns, stock: { hot, checkout, race } };
@@ -87,5 +87,5 @@ export const stockTables = ({ checkout, race, hot }: Stock) => [
   "",
   "| race | orders sent at once | 201 | 409 | other | stock left | ms |",
   "|---|---:|---:|---:|---:|---:|---:|",
-  `| one-unit orders for stock 10 | ${race.orders} | ${race.created} | ${race.refused_409} | ${race.other} | ${race.stock_left} | ${race.ms} |`,
+  `| one-unit orders for ${race.units} units | ${race.orders} | ${race.created} | ${race.refused_409} | ${race.other} | ${race.stock_left} | ${race.ms} |`,
 ];

@@ -102,9 +102,19 @@ export async function checkoutRun(
   };
 }
 
-/** 1000 concurrent one-unit orders for a product with stock 10: exactly 10 may succeed. */
-export async function stockRace(sql: postgres.Sql, api: Service, tokens: string[]) {
-  const product = await benchProduct(sql, "race", 10);
+/**
+ * A flash sale: 1000 concurrent one-unit orders for a tracked product with `units` left, after
+ * one order of it (the api has seen its stock tracked, as in a sale of a product ordered before):
+ * exactly `units` may succeed, every other buyer gets 409, the stock ends at 0.
+ */
+export async function stockRace(sql: postgres.Sql, api: Service, tokens: string[], units = 100) {
+  const product = await benchProduct(sql, "race", units + 1);
+  const first = await fetch(`${api.url}/api/orders`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${tokens[0]}`, "content-type": "application/json" },
+    body: JSON.stringify({ product_id: product, qty: 1 }),
+  });
+  if (first.status !== 201) throw new Error(`the sale's first order answered ${first.status}`);
   const startedAt = performance.now();
   const statuses = await Promise.all(
     Array.from({ length: 1000 }, async (_, i) => {
@@ -122,6 +132,7 @@ export async function stockRace(sql: postgres.Sql, api: Service, tokens: string[
   );
   const [{ stock }] = await sql`select stock from api.products where id = ${product}`;
   return {
+    units,
     orders: 1000,
     created: statuses.filter((s) => s === 201).length,
     refused_409: statuses.filter((s) => s === 409).length,

@@ -9,13 +9,20 @@
  * Sync, which closes the implicit transaction and that portal with it ("portal "" does not exist").
  * Hence one PGlite per service, each with its own pool of one.
  */
+/** PostgreSQL's shared buffers in each embedded PGlite (its default is 128 MB). */
+export const embeddedSharedBuffers = "16MB";
+
 export async function startEmbeddedPostgres(
   dataDir?: string,
 ): Promise<{ url: string; stop(): Promise<void> }> {
   // Loaded here, not at the top of npm start: only this mode needs the WebAssembly build.
   const { PGlite } = await import("@electric-sql/pglite");
   const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
-  const db = await PGlite.create(dataDir);
+  // Memory: PostgreSQL's default 128 MB of shared buffers becomes WebAssembly memory that is
+  // never given back, in each of the two PGlites; a tryout's data fits in far less.
+  const db = await PGlite.create(dataDir, {
+    startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${embeddedSharedBuffers}`],
+  });
   const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 1 });
   await server.start();
   return {

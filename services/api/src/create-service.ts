@@ -44,7 +44,7 @@ export async function createService(
   // A transaction that wrote order events may have written deliveries of them too.
   const eventsWritten = () => {
     relay.kick();
-    dispatcher.kick();
+    dispatcher.wake("commit");
   };
   const consumer = new PaymentConsumer({
     db,

@@ -20,6 +20,11 @@ export type LogSink = (line: string) => void;
 
 const stdout: LogSink = (line) => process.stdout.write(line);
 
+function clashes(fields: LogFields, taken: Set<string>): boolean {
+  for (const key in fields) if (taken.has(key)) return true;
+  return false;
+}
+
 /** One JSON object per line on stdout (O6); the sink is injectable so tests can read the lines. */
 export function createLogger(
   level: LogLevel = "info",
@@ -27,10 +32,22 @@ export function createLogger(
   write: LogSink = stdout,
 ): Logger {
   const min = rank[level];
+  // The line is written as text around JSON.stringify of the fields: no object is built and
+  // spread per line (a line per request, O6). The base fields' JSON is made once; a call whose
+  // fields name a base or a line field gets the merged object, as before, so no key repeats.
+  const baseJson = JSON.stringify(base).slice(1, -1);
+  const head = baseJson ? `,${baseJson}` : "";
+  const taken = new Set(["time", "level", "msg", ...Object.keys(base)]);
   const log = (lvl: LogLevel, msg: string, fields?: LogFields) => {
     if (rank[lvl] < min) return;
+    if (fields !== undefined && clashes(fields, taken)) {
+      const line = { time: new Date().toISOString(), level: lvl, msg, ...base, ...fields };
+      write(`${JSON.stringify(line)}\n`);
+      return;
+    }
+    const rest = fields === undefined ? "" : JSON.stringify(fields).slice(1, -1);
     write(
-      `${JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...base, ...fields })}\n`,
+      `{"time":"${new Date().toISOString()}","level":"${lvl}","msg":${JSON.stringify(msg)}${head}${rest ? `,${rest}` : ""}}\n`,
     );
   };
   return {

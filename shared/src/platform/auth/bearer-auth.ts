@@ -60,6 +60,23 @@ export type BearerAuthOptions = {
 
 const bearerHeader = /^Bearer ([A-Za-z0-9._~+/=-]+)$/i;
 
+/**
+ * The path of an absolute request URL as `new URL(url).pathname` gives it, without building a
+ * URL per request: a plain path is sliced out; one with an escape, a dot segment or a backslash
+ * (which the URL parser rewrites) goes through the parser.
+ */
+export function pathnameOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  let end = url.length;
+  const query = url.indexOf("?", start);
+  if (query >= 0) end = query;
+  const hash = url.indexOf("#", start);
+  if (hash >= 0 && hash < end) end = hash;
+  const path = url.slice(start, end);
+  return /%|\\|\/\.|\s/.test(path) ? new URL(url).pathname : path;
+}
+
 // One map for every copy of the plugin: the copy that verifies a request may not be the copy
 // whose macro resolves it (each controller `use`s the plugin for its macro).
 const principals = new WeakMap<Request, Principal>();
@@ -73,46 +90,67 @@ const principals = new WeakMap<Request, Principal>();
  */
 export function bearerAuth(verify: TokenVerifier | undefined, options: BearerAuthOptions) {
   const { realm, protects, onVerified, responseHeaders, onArrival, onRejected } = options;
-  return new Elysia({ name: "bearer-auth", seed: realm })
-    .onRequest(async ({ request, set, server }) => {
-      if (!protects(new URL(request.url).pathname)) return;
-      if (responseHeaders) Object.assign(set.headers, responseHeaders());
-      const socketIp = () => server?.requestIP(request)?.address;
-      onArrival?.(request, socketIp(), set.headers as Record<string, string | number>);
-      if (!verify) throw new AuthNotConfiguredError();
-      const match = request.headers.get("authorization")?.match(bearerHeader);
-      if (!match) {
-        onRejected?.(request, socketIp());
-        throw new UnauthorizedError("An Authorization: Bearer token is required", {
-          "www-authenticate": bearerChallenge(realm),
-        });
-      }
-      let principal: Principal;
-      try {
-        principal = await verify(match[1]);
-      } catch (error) {
-        if (!(error instanceof InvalidTokenError)) throw error;
-        onRejected?.(request, socketIp());
-        throw new UnauthorizedError(error.message, {
-          "www-authenticate": bearerChallenge(realm, "invalid_token"),
-        });
-      }
-      try {
-        onVerified?.(principal);
-      } finally {
-        if (responseHeaders) Object.assign(set.headers, responseHeaders(principal));
-      }
-      principals.set(request, principal);
-    })
-    .macro({
-      auth: (role: "customer" | "admin") => ({
-        detail: { security: [{ bearerAuth: role === "admin" ? ["admin"] : [] }] },
-        resolve({ request }) {
-          const principal = principals.get(request);
-          if (!principal) throw new UnauthorizedError();
-          if (role === "admin" && !principal.admin) throw new ForbiddenError();
-          return { principal };
-        },
-      }),
-    });
+  type Headers = Record<string, string | number> | object;
+
+  const admit = (request: Request, headers: Headers, principal: Principal) => {
+    try {
+      onVerified?.(principal);
+    } finally {
+      if (responseHeaders) Object.assign(headers, responseHeaders(principal));
+    }
+    principals.set(request, principal);
+  };
+
+  const verifyNow = async (
+    request: Request,
+    headers: Headers,
+    token: string,
+    socketIp: () => string | undefined,
+  ) => {
+    let principal: Principal;
+    try {
+      principal = await (verify as TokenVerifier)(token);
+    } catch (error) {
+      if (!(error instanceof InvalidTokenError)) throw error;
+      onRejected?.(request, socketIp());
+      throw new UnauthorizedError(error.message, {
+        "www-authenticate": bearerChallenge(realm, "invalid_token"),
+      });
+    }
+    admit(request, headers, principal);
+  };
+
+  return (
+    new Elysia({ name: "bearer-auth", seed: realm })
+      // Not async: a remembered token (A5) is answered in this turn, with no promise made; a token
+      // to verify returns the verification's promise, which Elysia awaits.
+      .onRequest(({ request, set, server }) => {
+        if (!protects(pathnameOf(request.url))) return;
+        if (responseHeaders) Object.assign(set.headers, responseHeaders());
+        const socketIp = () => server?.requestIP(request)?.address;
+        onArrival?.(request, socketIp(), set.headers as Record<string, string | number>);
+        if (!verify) throw new AuthNotConfiguredError();
+        const match = request.headers.get("authorization")?.match(bearerHeader);
+        if (!match) {
+          onRejected?.(request, socketIp());
+          throw new UnauthorizedError("An Authorization: Bearer token is required", {
+            "www-authenticate": bearerChallenge(realm),
+          });
+        }
+        const known = verify.remembered?.(match[1]);
+        if (known) return admit(request, set.headers, known);
+        return verifyNow(request, set.headers, match[1], socketIp);
+      })
+      .macro({
+        auth: (role: "customer" | "admin") => ({
+          detail: { security: [{ bearerAuth: role === "admin" ? ["admin"] : [] }] },
+          resolve({ request }) {
+            const principal = principals.get(request);
+            if (!principal) throw new UnauthorizedError();
+            if (role === "admin" && !principal.admin) throw new ForbiddenError();
+            return { principal };
+          },
+        }),
+      })
+  );
 }

@@ -27,7 +27,10 @@ export type AuthConfig = {
 /** Who is calling: `sub` is the customer id (A3); `admin` marks a back-office token. */
 export type Principal = { customerId: string; admin: boolean };
 
-export type TokenVerifier = (token: string) => Promise<Principal>;
+export type TokenVerifier = ((token: string) => Promise<Principal>) & {
+  /** The principal of a token verified before and still remembered (A5), without waiting. */
+  remembered?: (token: string) => Principal | undefined;
+};
 
 const maxVerifiedTokens = 10_000;
 /**
@@ -112,7 +115,14 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
   const verified = new Map<string, { principal: Principal; until: number; generation: number }>();
   let seenGeneration = keysGeneration();
 
-  return async (token) => {
+  const remembered = (token: string): Principal | undefined => {
+    const known = verified.get(token);
+    return known && known.until > Date.now() && known.generation === seenGeneration
+      ? known.principal
+      : undefined;
+  };
+
+  const verifier: TokenVerifier = async (token) => {
     const known = verified.get(token);
     if (known && known.until > Date.now() && known.generation === seenGeneration)
       return known.principal;
@@ -145,4 +155,6 @@ export function createTokenVerifier(config: AuthConfig): TokenVerifier {
     });
     return principal;
   };
+  verifier.remembered = remembered;
+  return verifier;
 }

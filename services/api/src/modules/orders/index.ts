@@ -5,6 +5,8 @@ import type { ApiDeps } from "../../deps";
 import { createdHeaders, idempotencyHeaders } from "../../lib/idempotency";
 import { orderIdParam } from "../../lib/ids";
 import { auth } from "../auth";
+import { holdLimitsApply } from "./holds";
+import { HotProductOrders } from "./hot-product";
 import {
   linesOf,
   newOrder,
@@ -21,6 +23,7 @@ import { changeStatus, getOrder, listOrders, manualRefundNotice, orderTimeline }
 export const ordersController = (deps: ApiDeps) => {
   const { db, verifyToken, topology, outboxWritten, logger } = deps;
   const settings = orderSettingsOf(deps);
+  const hot = new HotProductOrders(db, settings);
   return new Elysia({ prefix: "/api/orders", detail: { tags: ["Orders"] } })
     .use(auth(verifyToken))
     .post(
@@ -36,10 +39,16 @@ export const ordersController = (deps: ApiDeps) => {
             what: ["POST /api/orders", body],
           },
           (executor) =>
-            placeOrder(executor, settings, principal.customerId, lines, {
-              oneLine,
-              admin: principal.admin,
-            }),
+            // One line, on the database itself (no Idempotency-Key's transaction), no hold
+            // limit to check first: orders of a hot tracked product share a commit.
+            executor === db &&
+            lines.length === 1 &&
+            (principal.admin || !holdLimitsApply(settings.holds))
+              ? hot.place(principal.customerId, lines[0], oneLine)
+              : placeOrder(executor, settings, principal.customerId, lines, {
+                  oneLine,
+                  admin: principal.admin,
+                }),
         );
         Object.assign(set.headers, createdHeaders(`/api/orders/${order.order_id}`, replayed));
         return status(201, order);

@@ -93,6 +93,48 @@ describe("stock", () => {
     expect(await ordersOf(sub)).toBe(10);
   }, 60_000);
 
+  test("L2: a flash sale: 1000 concurrent buyers of 100 units of a hot tracked product make exactly 100 orders, 900 are refused with 409, stock 0; orders arriving together share a commit", async () => {
+    const product = await api.product();
+    await api.call("PATCH", `/api/products/${product.id}`, { token: admin, body: { stock: 101 } });
+    const { sub, token } = await api.customer();
+    // One order first: the api now knows the product's stock is tracked.
+    expect((await order(token, { product_id: product.id, qty: 1 })).status).toBe(201);
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, () => order(token, { product_id: product.id, qty: 1 })),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(100);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(900);
+    expect(await stockOf(product.id)).toBe(0);
+    expect(await ordersOf(sub)).toBe(101);
+    const [taken] = await api.sql<{ units: number; orders: number; commits: number }[]>`
+      select sum(i.qty)::int as units, count(distinct o.id)::int as orders,
+        count(distinct o.created_at)::int as commits
+      from api.orders o join api.order_items i on i.order_id = o.id
+      where o.customer_id = ${sub}`;
+    expect(taken.units).toBe(101);
+    expect(taken.orders).toBe(101);
+    // created_at is the transaction's start: orders placed in one commit share it.
+    expect(taken.commits).toBeLessThan(101);
+  }, 60_000);
+
+  test("L2: buyers of different quantities at once: no oversell, and no buyer refused while the stock left would cover them", async () => {
+    const product = await api.product();
+    await api.call("PATCH", `/api/products/${product.id}`, { token: admin, body: { stock: 61 } });
+    const { token } = await api.customer();
+    expect((await order(token, { product_id: product.id, qty: 1 })).status).toBe(201);
+    const qtys = Array.from({ length: 300 }, (_, i) => [1, 2, 3, 5, 7][i % 5]);
+    const results = await Promise.all(
+      qtys.map((qty) => order(token, { product_id: product.id, qty })),
+    );
+    const placedUnits = qtys.filter((_, i) => results[i].status === 201).reduce((a, b) => a + b, 0);
+    expect(results.every((r) => r.status === 201 || r.status === 409)).toBe(true);
+    const left = await stockOf(product.id);
+    expect(placedUnits + (left ?? 0)).toBe(60);
+    for (const [i, r] of results.entries())
+      if (r.status === 409) expect(left).toBeLessThan(qtys[i]);
+  }, 60_000);
+
   test("L2: concurrent orders taking two tracked products in opposite line orders neither deadlock nor oversell", async () => {
     const [first, second, free] = [await api.product(), await api.product(), await api.product()];
     for (const product of [first, second])

@@ -67,6 +67,8 @@ type Placement = {
   created_at: string | null;
   expires_at: string | null;
   items: ItemRow[] | null;
+  /** Whether a product of the order has its stock tracked (for `HotProductOrders`). */
+  tracked: boolean | null;
 };
 
 /**
@@ -93,18 +95,22 @@ export async function placeOrder(
   if (!admin && holdLimitsApply(settings.holds))
     return executor.transaction(async (tx) => {
       await withinHoldLimits(tx, settings.holds as HoldLimits, customerId, lines, oneLine);
-      return placeOrderNow(tx, settings, customerId, lines, oneLine);
+      return (await placeOrderNow(tx, settings, customerId, lines, oneLine)).order;
     });
-  return placeOrderNow(executor, settings, customerId, lines, oneLine);
+  return (await placeOrderNow(executor, settings, customerId, lines, oneLine)).order;
 }
 
-async function placeOrderNow(
+/**
+ * The order's one statement, with no hold limit checked (the caller did, or none applies), and
+ * whether a product of it has its stock tracked. A refusal for stock is a `ConflictError`.
+ */
+export async function placeOrderNow(
   executor: Executor,
   settings: OrderSettings,
   customerId: string,
   lines: OrderLine[],
   oneLine: boolean,
-): Promise<Order> {
+): Promise<{ order: Order; tracked: boolean }> {
   // Lines naming one product arrive merged (linesOf, D6).
   const ids = lines.map((line) => line.product_id);
   const qtys = lines.map((line) => line.qty);
@@ -159,7 +165,8 @@ async function placeOrderNow(
       placed.id, placed.amount, placed.currency, placed.created_at, placed.expires_at,
       (select json_agg(json_build_object('orderId', order_id, 'productId', product_id,
           'line', line, 'name', name, 'qty', qty, 'unitPrice', unit_price, 'amount', amount)
-        order by line) from items) as items
+        order by line) from items) as items,
+      (select bool_or(stock is not null) from product) as tracked
     from verdict left join placed on true`;
   if (placement.missing !== null)
     throw new NotFoundError(`Product ${placement.missing} does not exist`);
@@ -177,7 +184,7 @@ async function placeOrderNow(
     refundedAt: null,
     cancelReason: null,
   };
-  return toOrder(row, placement.items as ItemRow[]);
+  return { order: toOrder(row, placement.items as ItemRow[]), tracked: placement.tracked === true };
 }
 
 function stockConflict(lines: OrderLine[], short: number[], oneLine: boolean): ConflictError {

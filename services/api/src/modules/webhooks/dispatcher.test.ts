@@ -17,7 +17,11 @@ const endpoints: number[] = [];
 let nextOrder = 1_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
 
 beforeAll(async () => {
-  api = await startApi({ env: webhookEnv });
+  // 8 attempts in flight per endpoint and a claim reading 32 of its due deliveries, as the tests count.
+  api = await startApi({
+    env: webhookEnv,
+    webhookDispatcher: { perEndpoint: 8, scanPerEndpoint: 32 },
+  });
 });
 
 afterEach(async () => {

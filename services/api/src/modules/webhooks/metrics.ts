@@ -13,6 +13,7 @@ export class WebhookMetrics {
   private timer?: Timer;
   private readonly attempts;
   private readonly duration;
+  private readonly wakes;
 
   constructor(
     metrics: Metrics,
@@ -28,6 +29,11 @@ export class WebhookMetrics {
       "webhook_attempt_duration_seconds",
       "Duration of webhook delivery attempts by outcome",
       ["outcome"],
+    );
+    this.wakes = metrics.counter(
+      "webhook_dispatcher_wakes_total",
+      "Webhook dispatcher wake-ups by source: commit (this process committed order events), notify (a NOTIFY of committed deliveries, from any replica, H10), poll",
+      ["source"],
     );
     metrics.labelledGauge(
       "webhook_deliveries_pending",
@@ -96,6 +102,11 @@ export class WebhookMetrics {
   attempted(outcome: string, seconds: number) {
     this.attempts.inc({ outcome });
     this.duration.observe({ outcome }, seconds);
+  }
+
+  /** H10: what woke the dispatcher to look for due deliveries. */
+  woken(source: "commit" | "notify" | "poll") {
+    this.wakes.inc({ source });
   }
 
   start() {

@@ -520,6 +520,72 @@ describe("order per order", () => {
   });
 });
 
+/** The replica's count of dispatcher wake-ups by `source`, as its /metrics shows it. */
+async function wakes(replica: ApiHarness, source: string): Promise<number> {
+  const scrape = await replica.call("GET", "/metrics");
+  const line = scrape.text
+    .split("\n")
+    .find((l) => l.startsWith(`webhook_dispatcher_wakes_total{source="${source}"}`));
+  return line ? Number(line.split(" ").at(-1)) : 0;
+}
+
+describe("wake-up", () => {
+  test("H10: deliveries committed by another api wake a replica's dispatcher through the database (NOTIFY at commit), not its poll", async () => {
+    // A poll a minute apart: only the NOTIFY can wake this replica during the test.
+    const replica = await startApi({ env: webhookEnv, webhookDispatcher: { pollMs: 60_000 } });
+    replica.service.dispatcher.start();
+    try {
+      // The LISTEN is in place once a NOTIFY of its own comes back (postgres.js listens on a
+      // connection of its own, asynchronously).
+      await eventually(
+        async () => {
+          await replica.sql`select pg_notify('api_webhooks_due', '')`;
+          await Bun.sleep(50);
+          return (await wakes(replica, "notify")) > 0 ? true : undefined;
+        },
+        10_000,
+        "the replica listening",
+      );
+      const before = await wakes(replica, "notify");
+      const polls = await wakes(replica, "poll");
+      const hook = await receiver();
+      await subscribe(hook.url, ["orders.paid"]);
+      // Committed by the file's api, not the replica.
+      const orderId = await paidOrder();
+      await eventually(
+        async () => ((await wakes(replica, "notify")) > before ? true : undefined),
+        10_000,
+        "the replica woken by the commit's NOTIFY",
+      );
+      await eventually(
+        async () => (hook.forOrder(orderId).length === 1 ? true : undefined),
+        10_000,
+        "orders.paid delivered",
+      );
+      expect(await wakes(replica, "poll")).toBe(polls);
+      // A rolled-back insert of deliveries wakes no one: the NOTIFY goes with the commit only.
+      const quiet = await wakes(replica, "notify");
+      await api.sql
+        .begin(async (tx) => {
+          await tx`insert into api.webhook_deliveries (endpoint_id, event_type, message_id, payload)
+            values (${endpoints[0]}, 'orders.paid', ${unique("rolled-back")}, '{}')`;
+          throw new Error("roll back");
+        })
+        .catch(() => {});
+      // A NOTIFY committed after it arrives after anything the rolled-back one could have sent.
+      await api.sql`select pg_notify('api_webhooks_due', '')`;
+      await eventually(
+        async () => ((await wakes(replica, "notify")) > quiet ? true : undefined),
+        10_000,
+        "the marker NOTIFY",
+      );
+      expect(await wakes(replica, "notify")).toBe(quiet + 1);
+    } finally {
+      await replica.close();
+    }
+  });
+});
+
 describe("nothing lost", () => {
   test("H6: two replicas racing for the same deliveries: every event delivered once per endpoint, none twice, none lost", async () => {
     const replica = await startApi({ env: webhookEnv, webhookDispatcher: { pollMs: 20 } });
