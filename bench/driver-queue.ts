@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parsePatch } from "../scripts/dependency-patches";
 
-const url = process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test";
+const url = process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/bench";
 const rounds = Number(process.argv[2] ?? 6);
 const root = new URL("..", import.meta.url).pathname;
 

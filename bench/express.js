@@ -11,7 +11,7 @@ import { jwtVerify } from "jose";
 import pg from "pg";
 
 const pool = new pg.Pool({
-  connectionString: process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test",
+  connectionString: process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/bench",
   max: 10,
 });
 const secret = new TextEncoder().encode(process.env.AUTH_JWT_SECRET ?? "");

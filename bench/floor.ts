@@ -9,7 +9,7 @@
 import { SQL } from "bun";
 import postgres from "postgres";
 
-const url = process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test";
+const url = process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/bench";
 type Row = Record<string, unknown>;
 type Query = (strings: TemplateStringsArray, ...values: unknown[]) => Promise<Row[]>;
 const bunSql = process.env.FLOOR_DRIVER === "bun";

@@ -85,8 +85,11 @@ export async function measureOrderPaidLatency({
 
 if (import.meta.main) {
   const { startStack, succeeded } = await import("@commerce/testing/processes");
+  const { databaseUrl, ensureDatabase } = await import("./harness");
+  await ensureDatabase();
   const count = Number(process.argv[2] ?? 100);
-  const stack = await startStack();
+  // The bench's database (DATABASE_URL or `bench`), not the tests'.
+  const stack = await startStack({ databaseUrl });
   const nc = stack.nats.nc;
   if (!nc) throw new Error("nats is not connected");
   const orders: PlacedOrder[] = [];

@@ -5,7 +5,8 @@
  * frame of its stack that belongs to one. Also the api's CPU per request (from /proc, not the
  * profile), which is what the read rows of `npm run bench` compare with the floor.
  *
- *   DATABASE_URL=... npx bun bench/read-cost.ts product|list [seconds] [api|floor]
+ *   npx bun bench/read-cost.ts product|list [seconds] [api|floor]   # DATABASE_URL or the bench's
+ *     database (`bench`), migrated by an `npm run bench` before
  *   READ_COST_ENV='LOG_LEVEL=warn RATE_LIMIT_RPS=0' npx bun bench/read-cost.ts product   # ablations
  *   READ_COST_PROFILE=0 ...    # CPU per request alone, without the profiler's own cost
  */
@@ -13,7 +14,15 @@ import { readdirSync, readFileSync } from "node:fs";
 import { launch } from "@commerce/testing/launch";
 import postgres from "postgres";
 import { loadCatalog, pagesPerCategory, writeDataFiles } from "./data";
-import { databaseUrl, jwtSecret, makeRunDir, natsUrl, readConnections, say } from "./harness";
+import {
+  databaseUrl,
+  ensureDatabase,
+  jwtSecret,
+  makeRunDir,
+  natsUrl,
+  readConnections,
+  say,
+} from "./harness";
 import { cpuTicks } from "./machine";
 
 const [read = "product", secondsText = "15", target = "api"] = process.argv.slice(2);
@@ -27,6 +36,7 @@ const extraEnv = Object.fromEntries(
     .map((pair) => pair.split("=", 2) as [string, string]),
 );
 
+await ensureDatabase();
 const sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
 await writeDataFiles(dir, await loadCatalog(sql));
 await sql.end();

@@ -36,7 +36,7 @@ import {
   sql,
 } from "./context";
 import { lastRunDir, refreshCurrentFigures } from "./current-figures";
-import { ensureWrk, natsUrl, root, running, say, stop } from "./harness";
+import { ensureDatabase, ensureWrk, natsUrl, root, running, say, stop } from "./harness";
 import { findPostmaster, type Machine, machine } from "./machine";
 import { burstRow } from "./scenarios/bursts";
 import { fullRun } from "./scenarios/full";
@@ -73,6 +73,7 @@ const rows: Record<string, (host: Machine) => Promise<Outcome>> = {
 
 async function main() {
   ensureWrk();
+  await ensureDatabase();
   const host = machine();
   say(`run ${runId}; logs and results in ${runDir}`);
   if (!settings.useSources) {
