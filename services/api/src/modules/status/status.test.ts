@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import { apiForFile, problemType, startApi } from "@commerce/testing/in-process";
+import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 
 const { api, admin } = await apiForFile();
+const endpoints = webhookEndpoints(() => api.sql);
 
 const figures = [
   "outbox_backlog",
@@ -46,6 +48,7 @@ describe("GET /api/status (U3, N4)", () => {
       insert into api.webhook_endpoints (url, events, status, disabled_reason, secret)
       values ('https://status-test.example/hook', '{order.paid}', 'disabled', 'failing', 'whsec_x')
       returning id`;
+    endpoints.add(id);
     try {
       const again = (await api.call("GET", "/api/status", { token: admin })).json;
       expect(again.disabled_endpoints).toBe(before.disabled_endpoints);
@@ -53,7 +56,7 @@ describe("GET /api/status (U3, N4)", () => {
       expect(metrics).toContain(`webhook_endpoints_disabled ${before.disabled_endpoints}`);
       expect(metrics).toContain(`webhook_endpoints_failing_now ${before.failing_endpoints}`);
     } finally {
-      await api.sql`delete from api.webhook_endpoints where id = ${id}`;
+      await endpoints.clear();
     }
   });
 

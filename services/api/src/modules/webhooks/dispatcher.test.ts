@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 import { AttemptRecorder, recordAttempts } from "./attempt-record";
 
 // The claims here are made by hand: this api's dispatcher is never started, so every claim and
@@ -12,7 +13,7 @@ const webhookEnv = {
 };
 
 let api: ApiHarness;
-const endpoints: number[] = [];
+const endpoints = webhookEndpoints(() => api.sql);
 /** Order ids of these tests' own: deliveries need no order row, only an id to queue on. */
 let nextOrder = 1_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
 
@@ -24,10 +25,7 @@ beforeAll(async () => {
   });
 });
 
-afterEach(async () => {
-  for (const id of endpoints.splice(0))
-    await api.sql`delete from api.webhook_endpoints where id = ${id}`;
-});
+afterEach(() => endpoints.clear());
 
 afterAll(() => api?.close());
 
@@ -35,8 +33,7 @@ async function endpoint(url = "http://127.0.0.1:9/") {
   const [row] = await api.sql<{ id: number }[]>`
     insert into api.webhook_endpoints (url, events, secret)
     values (${url}, '{*}', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw') returning id::int`;
-  endpoints.push(row.id);
-  return row.id;
+  return endpoints.add(row.id);
 }
 
 type Row = { id: number; order_id: number; event_type: string };
@@ -78,7 +75,7 @@ async function newOrder(endpointId: number) {
 const claim = async () =>
   (await api.service.dispatcher.claim(100_000))
     .map((row) => ({ ...row, id: Number(row.id), endpoint_id: Number(row.endpoint_id) }))
-    .filter((row) => endpoints.includes(row.endpoint_id));
+    .filter((row) => endpoints.has(row.endpoint_id));
 
 describe("claims", () => {
   test("H5: a dead endpoint with thousands pending does not hold up another endpoint's claim, and a claim reads only the first few due deliveries of it", async () => {

@@ -11,13 +11,8 @@ import { lookup } from "node:dns/promises";
 import { hostname } from "node:os";
 import { eventually, unique } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
-import {
-  type Answer,
-  type Received,
-  startWebhookReceiver,
-  verifyDelivery,
-  type WebhookReceiver,
-} from "@commerce/testing/webhook-receiver";
+import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
+import { verifyDelivery } from "@commerce/testing/webhook-receiver";
 import { isInternalAddress } from "./address-guard";
 
 setDefaultTimeout(60_000);
@@ -31,8 +26,12 @@ const webhookEnv = {
 
 let api: ApiHarness;
 let adminToken: string;
-const receivers: WebhookReceiver[] = [];
-const endpoints: number[] = [];
+const hooks = webhookEndpoints(
+  () => api.sql,
+  (body) => api.call("POST", "/api/webhook-endpoints", { token: adminToken, body }),
+);
+const receiver = hooks.receiver;
+const subscribe = (url: string, events: string[] = ["*"]) => hooks.subscribe(url, events, "test");
 
 beforeAll(async () => {
   api = await startApi({ env: webhookEnv, webhookDispatcher: { pollMs: 50 } });
@@ -40,30 +39,11 @@ beforeAll(async () => {
   adminToken = await api.admin();
 });
 
-afterEach(async () => {
-  // Each test's endpoints go, so later tests' orders are not delivered to dead receivers.
-  for (const id of endpoints.splice(0))
-    await api.sql`delete from api.webhook_endpoints where id = ${id}`;
-  for (const receiver of receivers.splice(0)) await receiver.close();
-});
+// Each test's endpoints go (even when it failed), so later tests' orders are not delivered to
+// dead receivers, and none is left in the shared database.
+afterEach(() => hooks.clear());
 
 afterAll(() => api?.close());
-
-const receiver = async (answer?: (request: Received, n: number) => Answer) => {
-  const started = await startWebhookReceiver(answer);
-  receivers.push(started);
-  return started;
-};
-
-async function subscribe(url: string, events: string[] = ["*"]) {
-  const res = await api.call("POST", "/api/webhook-endpoints", {
-    token: adminToken,
-    body: { url, events, description: "test" },
-  });
-  if (res.status !== 201) throw new Error(`subscribe failed: ${res.status} ${res.text}`);
-  endpoints.push(res.json.id);
-  return res.json as { id: number; secret: string; url: string };
-}
 
 /** An order created by a customer and paid by an admin: `orders.created`, then `orders.paid`. */
 async function paidOrder(): Promise<number> {
@@ -90,12 +70,13 @@ const deliveryRows = (endpointId: number) =>
 describe("webhook endpoints", () => {
   test("H1: an admin creates, lists, reads, changes and deletes endpoints; the secret is in the 201 only; a customer gets 403", async () => {
     const hook = await receiver();
-    const created = await api.call("POST", "/api/webhook-endpoints", {
-      token: adminToken,
-      body: { url: hook.url, events: ["orders.paid"], description: "warehouse" },
-    });
+    const created = hooks.kept(
+      await api.call("POST", "/api/webhook-endpoints", {
+        token: adminToken,
+        body: { url: hook.url, events: ["orders.paid"], description: "warehouse" },
+      }),
+    );
     expect(created.status).toBe(201);
-    endpoints.push(created.json.id);
     expect(created.headers.get("location")).toBe(`/api/webhook-endpoints/${created.json.id}`);
     expect(created.json.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Buffer.from(created.json.secret.slice(6), "base64")).toHaveLength(32);
@@ -127,10 +108,12 @@ describe("webhook endpoints", () => {
       status: "disabled",
       disabled_reason: "manual",
     });
-    const badEvent = await api.call("POST", "/api/webhook-endpoints", {
-      token: adminToken,
-      body: { url: hook.url, events: ["orders.shipped"] },
-    });
+    const badEvent = hooks.kept(
+      await api.call("POST", "/api/webhook-endpoints", {
+        token: adminToken,
+        body: { url: hook.url, events: ["orders.shipped"] },
+      }),
+    );
     expect(badEvent.status).toBe(400);
 
     const customer = await api.customer();
@@ -634,10 +617,12 @@ describe("no request where it must not go", () => {
     try {
       const admin = await strict.admin();
       const refused = async (url: string) => {
-        const res = await strict.call("POST", "/api/webhook-endpoints", {
-          token: admin,
-          body: { url, events: ["*"] },
-        });
+        const res = hooks.kept(
+          await strict.call("POST", "/api/webhook-endpoints", {
+            token: admin,
+            body: { url, events: ["*"] },
+          }),
+        );
         expect(res.status).toBe(400);
         return res.json.errors[0].message as string;
       };
@@ -658,12 +643,13 @@ describe("no request where it must not go", () => {
       expect(await refused("https://user:pw@example.com/hook")).toContain("credentials");
       expect(await refused("ftp://example.com")).toBe("url must be https");
 
-      const later = await strict.call("POST", "/api/webhook-endpoints", {
-        token: admin,
-        body: { url: `https://${unique("h")}.invalid/hook`, events: ["*"] },
-      });
+      const later = hooks.kept(
+        await strict.call("POST", "/api/webhook-endpoints", {
+          token: admin,
+          body: { url: `https://${unique("h")}.invalid/hook`, events: ["*"] },
+        }),
+      );
       expect(later.status).toBe(201);
-      endpoints.push(later.json.id);
       const patched = await strict.call("PATCH", `/api/webhook-endpoints/${later.json.id}`, {
         token: admin,
         body: { url: "https://192.168.1.1/hook" },
@@ -730,30 +716,35 @@ describe("no request where it must not go", () => {
   });
 
   test("N18, H7: a url is stored normalized; a tab or line break in it is refused; the 400 never names a resolved address", async () => {
-    const created = await api.call("POST", "/api/webhook-endpoints", {
-      token: adminToken,
-      body: { url: "HTTP://127.0.0.1:9/a/../hook?x=1", events: ["orders.refunded"] },
-    });
+    const created = hooks.kept(
+      await api.call("POST", "/api/webhook-endpoints", {
+        token: adminToken,
+        body: { url: "HTTP://127.0.0.1:9/a/../hook?x=1", events: ["orders.refunded"] },
+      }),
+    );
     expect(created.status).toBe(201);
-    endpoints.push(created.json.id);
     expect(created.json.url).toBe("http://127.0.0.1:9/hook?x=1");
     for (const url of [
       "https://exa\tmple.com/hook",
       "https://example.com/ho\nok",
       "https://example.com/\r",
     ]) {
-      const res = await api.call("POST", "/api/webhook-endpoints", {
-        token: adminToken,
-        body: { url, events: ["orders.refunded"] },
-      });
+      const res = hooks.kept(
+        await api.call("POST", "/api/webhook-endpoints", {
+          token: adminToken,
+          body: { url, events: ["orders.refunded"] },
+        }),
+      );
       expect(res.status).toBe(400);
     }
     const strict = await startApi({});
     try {
-      const res = await strict.call("POST", "/api/webhook-endpoints", {
-        token: await strict.admin(),
-        body: { url: `https://${hostname()}/hook`, events: ["orders.refunded"] },
-      });
+      const res = hooks.kept(
+        await strict.call("POST", "/api/webhook-endpoints", {
+          token: await strict.admin(),
+          body: { url: `https://${hostname()}/hook`, events: ["orders.refunded"] },
+        }),
+      );
       const [own] = await lookup(hostname(), { all: true });
       if (own && isInternalAddress(own.address)) {
         expect(res.status).toBe(400);
