@@ -10,13 +10,8 @@ import {
 import { eventually, unique } from "@commerce/testing/basics";
 import { privateDatabase } from "@commerce/testing/private-database";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
-import {
-  type Answer,
-  type Received,
-  startWebhookReceiver,
-  verifyDelivery,
-  type WebhookReceiver,
-} from "@commerce/testing/webhook-receiver";
+import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
+import { verifyDelivery } from "@commerce/testing/webhook-receiver";
 
 setDefaultTimeout(90_000);
 
@@ -27,8 +22,13 @@ setDefaultTimeout(90_000);
  */
 let stack: Stack;
 let database: Awaited<ReturnType<typeof privateDatabase>>;
-const receivers: WebhookReceiver[] = [];
-const endpoints: number[] = [];
+const hooks = webhookEndpoints(
+  () => stack.sql,
+  (body) => stack.callApi("POST", "/api/webhook-endpoints", stack.admin, body),
+);
+const receiver = hooks.receiver;
+const subscribe = (url: string, description = unique("warehouse"), events = ["*"]) =>
+  hooks.subscribe(url, events, description);
 const webhookEnv = {
   WEBHOOK_ALLOW_HTTP: "1",
   WEBHOOK_ALLOW_PRIVATE: "1",
@@ -42,12 +42,9 @@ beforeAll(async () => {
   database = await privateDatabase();
   stack = await startStack({ env: webhookEnv, databaseUrl: database.url });
 });
-afterEach(async () => {
-  // Each test's endpoints go, so later tests' orders are not delivered to them.
-  await stack.sql`delete from api.webhook_endpoints where id = any(${endpoints.splice(0)})`;
-});
+// Each test's endpoints and receivers go, so later tests' orders are not delivered to them.
+afterEach(() => hooks.clear());
 afterAll(async () => {
-  for (const receiver of receivers) await receiver.close();
   await stack?.stop();
   await database?.drop();
 });
@@ -56,19 +53,6 @@ const subOf = (token: string) =>
   JSON.parse(Buffer.from(token.split(".")[1], "base64url").toString()).sub as string;
 const call = (method: string, path: string, body?: unknown, token = stack.admin) =>
   stack.callApi(method, path, token, body);
-
-async function receiver(answer?: (request: Received, n: number) => Answer) {
-  const started = await startWebhookReceiver(answer);
-  receivers.push(started);
-  return started;
-}
-
-async function subscribe(url: string, description = unique("warehouse"), events = ["*"]) {
-  const res = await call("POST", "/api/webhook-endpoints", { url, events, description });
-  expect(res.status).toBe(201);
-  endpoints.push(res.json.id);
-  return res.json as { id: number; secret: string };
-}
 
 /** Database time: `since` as the api's clock reads it. */
 const dbNow = async () => new Date((await stack.sql`select now() as now`)[0].now).toISOString();

@@ -2,18 +2,20 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { gzipSync } from "node:zlib";
 import { eventually } from "@commerce/testing/basics";
 import { type Stack, startStack } from "@commerce/testing/processes";
-import {
-  type Answer,
-  startWebhookReceiver,
-  type WebhookReceiver,
-} from "@commerce/testing/webhook-receiver";
+import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
+import type { Answer } from "@commerce/testing/webhook-receiver";
 
 setDefaultTimeout(120_000);
 
 // H9, N15: receivers whose answers are not text, against a listening api: each attempt is
 // recorded with its status and first KiB as readable text, and follows H3's schedule.
 let stack: Stack;
-const receivers: WebhookReceiver[] = [];
+// The endpoints go at the end: left enabled in the shared database, they would take a delivery of
+// every order any later test makes.
+const hooks = webhookEndpoints(
+  () => stack.sql,
+  (body) => stack.callApi("POST", "/api/webhook-endpoints", stack.admin, body),
+);
 beforeAll(async () => {
   stack = await startStack({
     env: {
@@ -25,20 +27,13 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  for (const receiver of receivers) await receiver.close();
+  await hooks.clear();
   await stack?.stop();
 });
 
 async function endpoint(answer: () => Answer) {
-  const receiver = await startWebhookReceiver(answer);
-  receivers.push(receiver);
-  const response = await fetch(`${stack.api.url}/api/webhook-endpoints`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${stack.admin}`, "content-type": "application/json" },
-    body: JSON.stringify({ url: receiver.url, events: ["orders.created"] }),
-  });
-  expect(response.status).toBe(201);
-  const { id } = (await response.json()) as { id: number };
+  const receiver = await hooks.receiver(answer);
+  const { id } = await hooks.subscribe(receiver.url, ["orders.created"]);
   return { receiver, id };
 }
 

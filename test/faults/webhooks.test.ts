@@ -10,13 +10,8 @@ import {
 import { apiClient } from "@commerce/client";
 import { eventually } from "@commerce/testing/basics";
 import type { PrivateNats } from "@commerce/testing/nats-server";
-import {
-  type Answer,
-  type Received,
-  startWebhookReceiver,
-  verifyDelivery,
-  type WebhookReceiver,
-} from "@commerce/testing/webhook-receiver";
+import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
+import { type Answer, type Received, verifyDelivery } from "@commerce/testing/webhook-receiver";
 import { type FaultStack, placeOrders, startFaultStack } from "./support";
 
 setDefaultTimeout(150_000);
@@ -34,23 +29,22 @@ beforeAll(async () => {
 });
 afterAll(() => env?.dispose());
 
-let receiver: WebhookReceiver | undefined;
-afterEach(async () => {
-  await env.stack.sql`delete from api.webhook_endpoints`;
-  await receiver?.close();
-});
+// Each test's endpoint goes (its deliveries with it), so `deliveries()` reads the next test's only.
+const hooks = webhookEndpoints(() => env.stack.sql);
+afterEach(() => hooks.clear());
 
 async function subscribe(
   answer: (request: Received, n: number) => Answer,
   apiUrl = env.stack.api.url,
 ) {
-  receiver = await startWebhookReceiver(answer);
+  const receiver = await hooks.receiver(answer);
   // Through the typed client (D3): the webhook routes are typed from the app like the others.
   const client = apiClient(apiUrl, env.stack.admin);
   const { data, status } = await client.api["webhook-endpoints"].post({
     url: receiver.url,
     events: ["*"],
   });
+  hooks.kept({ status, json: data });
   expect(status).toBe(201);
   if (!data) throw new Error("no endpoint");
   return { receiver, endpoint: data };

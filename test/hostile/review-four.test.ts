@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { unique } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
+import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 
 setDefaultTimeout(60_000);
 
@@ -16,7 +17,12 @@ beforeAll(async () => {
   apiUrl = `http://127.0.0.1:${api.app.server?.port}`;
   admin = await api.admin();
 });
-afterAll(() => api?.close());
+// Every endpoint here should be refused; one that was not is deleted at the end all the same.
+const endpoints = webhookEndpoints(() => api.sql);
+afterAll(async () => {
+  await endpoints.clear();
+  await api?.close();
+});
 
 const send = async (method: string, path: string, body?: unknown) => {
   const response = await fetch(`${apiUrl}${path}`, {
@@ -24,7 +30,8 @@ const send = async (method: string, path: string, body?: unknown) => {
     headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return { status: response.status, json: (await response.json()) as any };
+  const answer = { status: response.status, json: (await response.json()) as any };
+  return path === "/api/webhook-endpoints" ? endpoints.kept(answer) : answer;
 };
 
 /** Characters that make a one-line text read differently from what it is (N18). */
@@ -98,14 +105,15 @@ describe("N15: operators' texts", () => {
       body: JSON.stringify({ product_id: product.id, qty: 1 }),
     });
     const { order_id } = (await placed.json()) as { order_id: number };
-    const raw = async (method: string, path: string, body: string) =>
-      (
-        await fetch(`${apiUrl}${path}`, {
-          method,
-          headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
-          body,
-        })
-      ).status;
+    const raw = async (method: string, path: string, body: string) => {
+      const response = await fetch(`${apiUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+        body,
+      });
+      if (path !== "/api/webhook-endpoints") return response.status;
+      return endpoints.kept({ status: response.status, json: await response.json() }).status;
+    };
     for (const bad of ["\\u0000", "\\ud800", "\\u0007", "\\u202e"]) {
       const description = `{"url":"https://example.com/hook","events":["orders.refunded"],"description":"a${bad}b"}`;
       expect(await raw("POST", "/api/webhook-endpoints", description)).toBe(400);
