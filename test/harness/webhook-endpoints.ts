@@ -18,8 +18,10 @@ export type Subscribed = { id: number; secret: string; url: string };
  * Every endpoint made goes through it: `subscribe` (through `create`, the api's
  * `POST /api/webhook-endpoints`), `kept` (any answer of such a POST: a 201 is remembered, so an
  * endpoint a test expected refused is deleted too when it was not), `url` (a unique url, before
- * the POST) or `add` (an id inserted by SQL). `clear()` deletes them all and closes the receivers; call it in the file's `afterAll` (or
- * `afterEach`) before the stack stops: hooks run whether the tests passed or not.
+ * the POST) or `add` (an id inserted by SQL). `clear()` deletes them all and closes the
+ * receivers. Call it in an `afterEach`, or in the `afterAll` that stops the api or stack, before it
+ * stops: hooks run whether the tests passed or not, but a file's `afterAll` hooks run in the order
+ * they were registered, so one of its own after `apiForFile`'s would find the connection closed.
  */
 export function webhookEndpoints(
   sql: () => Sql<any>,
