@@ -1,37 +1,20 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { OrderEvent } from "@commerce/shared/contract/messages";
 import { eventually } from "@commerce/testing/basics";
-import { type Stack, startStack } from "@commerce/testing/processes";
 import {
   adyenBatch,
   adyenItem,
-  adyenRequest,
   paymentIntent,
-  providersEnv,
   signedItem,
   stripeEvent,
-  stripeRequest,
 } from "@commerce/testing/provider-requests";
+import { providerStackForFile } from "@commerce/testing/provider-stack";
 
 setDefaultTimeout(60_000);
 
 // L5 through real processes: Stripe's and Adyen's own dispute notifications, signed by their own
 // libraries, into payments, over NATS to the api, onto the order.
-let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack({ env: providersEnv });
-});
-afterAll(() => stack.stop());
-
-async function deliver(request: Request | Promise<Request>) {
-  const built = await request;
-  const response = await fetch(`${stack.payments.url}${new URL(built.url).pathname}`, {
-    method: "POST",
-    headers: built.headers,
-    body: await built.text(),
-  });
-  return { status: response.status, text: await response.text() };
-}
+const { stack, stripe, adyen } = await providerStackForFile();
 
 const timelineTypes = async (orderId: number) =>
   (await stack.callApi("GET", `/api/orders/${orderId}/events`, stack.admin)).json.items.map(
@@ -74,7 +57,7 @@ describe("Stripe disputes end to end", () => {
       "payment_intent.succeeded",
       paymentIntent(order.order_id, { id: intentId }),
     );
-    expect((await deliver(stripeRequest(paid))).status).toBe(200);
+    expect((await stripe(paid)).status).toBe(200);
     await stack.paid(order.order_id);
 
     // A Dispute as Stripe sends it: its own metadata (empty), the Charge and the PaymentIntent.
@@ -95,7 +78,7 @@ describe("Stripe disputes end to end", () => {
       status: "needs_response",
     };
     const created = stripeEvent("charge.dispute.created", disputeObject);
-    expect((await deliver(stripeRequest(created))).status).toBe(200);
+    expect((await stripe(created)).status).toBe(200);
     await timelineHas(order.order_id, "dispute_opened");
     expect((await openReviews(order.order_id)).map((review) => review.reason)).toEqual(["dispute"]);
     const [opened] = await published(order.order_id, 1);
@@ -108,7 +91,7 @@ describe("Stripe disputes end to end", () => {
     });
 
     const closed = stripeEvent("charge.dispute.closed", { ...disputeObject, status: "lost" });
-    expect((await deliver(stripeRequest(closed))).status).toBe(200);
+    expect((await stripe(closed)).status).toBe(200);
     await timelineHas(order.order_id, "dispute_lost");
     expect((await published(order.order_id, 2)).map((event) => event.stage)).toEqual([
       "opened",
@@ -128,10 +111,8 @@ describe("Stripe disputes end to end", () => {
   test("L5: charge.dispute.closed won is dispute_won with no review", async () => {
     const order = await stack.newOrder(1999);
     const intentId = `pi_won_${order.order_id}`;
-    await deliver(
-      stripeRequest(
-        stripeEvent("payment_intent.succeeded", paymentIntent(order.order_id, { id: intentId })),
-      ),
+    await stripe(
+      stripeEvent("payment_intent.succeeded", paymentIntent(order.order_id, { id: intentId })),
     );
     await stack.paid(order.order_id);
     const won = stripeEvent("charge.dispute.closed", {
@@ -144,7 +125,7 @@ describe("Stripe disputes end to end", () => {
       payment_intent: intentId,
       status: "won",
     });
-    expect((await deliver(stripeRequest(won))).status).toBe(200);
+    expect((await stripe(won)).status).toBe(200);
     await timelineHas(order.order_id, "dispute_won");
     expect(await openReviews(order.order_id)).toEqual([]);
     expect((await published(order.order_id, 1))[0].stage).toBe("won");
@@ -155,9 +136,7 @@ describe("Adyen chargebacks end to end", () => {
   const authorised = async () => {
     const order = await stack.newOrder(1999);
     const authorisation = adyenItem(order.order_id, { amount: { currency: "USD", value: 1999 } });
-    expect((await deliver(adyenRequest(adyenBatch([signedItem(authorisation)])))).text).toBe(
-      "[accepted]",
-    );
+    expect((await adyen(adyenBatch([signedItem(authorisation)]))).text).toBe("[accepted]");
     await stack.paid(order.order_id);
     return { order, psp: authorisation.pspReference as string };
   };
@@ -182,7 +161,7 @@ describe("Adyen chargebacks end to end", () => {
     ];
     for (const [index, [eventCode, entry]] of stages.entries()) {
       const batch = adyenBatch([chargebackItem(order.order_id, psp, eventCode)]);
-      expect((await deliver(adyenRequest(batch))).text).toBe("[accepted]");
+      expect((await adyen(batch)).text).toBe("[accepted]");
       // One at a time, so each stage is on the timeline in the order Adyen sent them.
       const types = await eventually(
         async () => {
@@ -219,7 +198,7 @@ describe("Adyen chargebacks end to end", () => {
         amount: { currency: "USD", value: 1999 },
       }),
     );
-    expect((await deliver(adyenRequest(adyenBatch([cancel])))).text).toBe("[accepted]");
+    expect((await adyen(adyenBatch([cancel]))).text).toBe("[accepted]");
     await eventually(
       async () => ((await stack.orderStatus(order.order_id)) === "refunded" ? true : undefined),
       20_000,

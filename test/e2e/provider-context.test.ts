@@ -1,40 +1,22 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eventually, unique } from "@commerce/testing/basics";
 import { uniqueOrderId } from "@commerce/testing/payments-requests";
-import { type ServiceProcess, type Stack, startStack } from "@commerce/testing/processes";
 import {
   adyenBatch,
   adyenItem,
-  adyenRequest,
   paymentIntent,
-  providersEnv,
   signedItem,
   stripeEvent,
-  stripeRequest,
 } from "@commerce/testing/provider-requests";
+import { providerStackForFile } from "@commerce/testing/provider-stack";
 
 setDefaultTimeout(60_000);
 
 // G2, G4, G5 against listening processes: the requests are Stripe's and Adyen's own, signed by
 // their own libraries.
-let stack: Stack;
-let live: ServiceProcess;
-beforeAll(async () => {
-  stack = await startStack({ env: providersEnv });
-  // G4: a payments replica of a shop that takes live money.
-  live = await stack.replica("payments", { PAYMENT_MODE: "live" });
-});
-afterAll(() => stack.stop());
-
-async function deliver(request: Request | Promise<Request>, to: ServiceProcess = stack.payments) {
-  const built = await request;
-  const response = await fetch(`${to.url}${new URL(built.url).pathname}`, {
-    method: "POST",
-    headers: built.headers,
-    body: await built.text(),
-  });
-  return { status: response.status, text: await response.text() };
-}
+const { stack, stripe, adyen } = await providerStackForFile();
+// G4: a payments replica of a shop that takes live money.
+const live = await stack.replica("payments", { PAYMENT_MODE: "live" });
 
 const stored = (provider: string, id: string) =>
   stack.sql<{ key: string; event: string; ignored: string | null }[]>`
@@ -56,7 +38,7 @@ describe("any event type (G2)", () => {
     expect(prototypeNames).toContain("__proto__");
     for (const type of prototypeNames) {
       const event = stripeEvent(type, paymentIntent(uniqueOrderId()));
-      const answer = await deliver(stripeRequest(event));
+      const answer = await stripe(event);
       expect({ type, status: answer.status }).toEqual({ type, status: 200 });
       const [row] = await stored("stripe", event.id);
       expect(row.event).toBe(type);
@@ -67,7 +49,7 @@ describe("any event type (G2)", () => {
   test("G2: an Adyen item whose eventCode is any Object.prototype name is accepted and stored without a message", async () => {
     for (const eventCode of prototypeNames) {
       const item = adyenItem(uniqueOrderId(), { eventCode });
-      const answer = await deliver(adyenRequest(adyenBatch([signedItem(item)])));
+      const answer = await adyen(adyenBatch([signedItem(item)]));
       expect({ eventCode, status: answer.status, text: answer.text }).toEqual({
         eventCode,
         status: 200,
@@ -100,7 +82,7 @@ describe("the shop's own money (G4)", () => {
     const event = stripeEvent("payment_intent.succeeded", paymentIntent(uniqueOrderId()), {
       livemode: true,
     });
-    expect((await deliver(stripeRequest(event))).status).toBe(200);
+    expect((await stripe(event)).status).toBe(200);
     const [row] = await stored("stripe", event.id);
     expect(row.ignored).toBe("livemode is true; PAYMENT_MODE is test");
     expect(await messagesOf(row.key)).toHaveLength(0);
@@ -122,8 +104,8 @@ describe("the shop's own money (G4)", () => {
     const real = stripeEvent("payment_intent.succeeded", paymentIntent(uniqueOrderId()), {
       livemode: true,
     });
-    expect((await deliver(stripeRequest(test), live)).status).toBe(200);
-    expect((await deliver(stripeRequest(real), live)).status).toBe(200);
+    expect((await stripe(test, live)).status).toBe(200);
+    expect((await stripe(real, live)).status).toBe(200);
     const [ignored] = await stored("stripe", test.id);
     expect(ignored.ignored).toBe("livemode is false; PAYMENT_MODE is live");
     expect(await messagesOf(ignored.key)).toHaveLength(0);
@@ -135,11 +117,11 @@ describe("the shop's own money (G4)", () => {
   test("G4: an Adyen batch whose live is not PAYMENT_MODE's, and an item of a merchant account not in ADYEN_MERCHANT_ACCOUNTS, are [accepted] and stored without a message", async () => {
     const liveItem = adyenItem(uniqueOrderId());
     const liveBatch = adyenBatch([signedItem(liveItem)], "true");
-    expect((await deliver(adyenRequest(liveBatch))).text).toBe("[accepted]");
+    expect((await adyen(liveBatch)).text).toBe("[accepted]");
     const own = adyenItem(uniqueOrderId());
     const foreign = adyenItem(uniqueOrderId(), { merchantAccountCode: "SomeoneElseECOM" });
     const mixed = adyenBatch([signedItem(own), signedItem(foreign)]);
-    expect((await deliver(adyenRequest(mixed))).text).toBe("[accepted]");
+    expect((await adyen(mixed)).text).toBe("[accepted]");
 
     const id = (item: Record<string, unknown>) => `adyen:AUTHORISATION:${item.pspReference}:true`;
     const [fromLive] = await stored("adyen", id(liveItem));
@@ -173,7 +155,7 @@ describe("notifications identified by provider and id (G5)", () => {
       id: event.id,
     });
     expect(generic.json).toEqual({ received: true });
-    const answer = await deliver(stripeRequest(event));
+    const answer = await stripe(event);
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.text)).toEqual({ received: true });
     await stack.paid(first.order_id, 20_000);
@@ -200,7 +182,7 @@ describe("notifications identified by provider and id (G5)", () => {
       id: `stripe:${event.id}`,
     });
     expect(generic.status).toBe(200);
-    expect(JSON.parse((await deliver(stripeRequest(event))).text)).toEqual({ received: true });
+    expect(JSON.parse((await stripe(event)).text)).toEqual({ received: true });
     await stack.paid(order.order_id, 20_000);
     const [row] = await stored("generic", `stripe:${event.id}`);
     expect(row.key).toBe(`generic:stripe:${event.id}`);

@@ -1,39 +1,20 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eventually } from "@commerce/testing/basics";
-import { type Stack, startStack } from "@commerce/testing/processes";
 import {
   adyenBatch,
   adyenItem,
-  adyenRequest,
   checkoutSession,
   paymentIntent,
-  providersEnv,
   refundedCharge,
   signedItem,
   stripeEvent,
-  stripeRequest,
 } from "@commerce/testing/provider-requests";
+import { providerStackForFile } from "@commerce/testing/provider-stack";
 
 setDefaultTimeout(30_000);
 
 // Stripe and Adyen through real processes: payments' routes, the outbox relay, NATS, the api.
-let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack({ env: providersEnv });
-});
-afterAll(() => stack.stop());
-
-/** A request built for the in-process app, sent to the running payments service instead. */
-async function deliver(request: Request | Promise<Request>) {
-  const built = await request;
-  const url = new URL(built.url);
-  const response = await fetch(`${stack.payments.url}${url.pathname}`, {
-    method: "POST",
-    headers: built.headers,
-    body: await built.text(),
-  });
-  return { status: response.status, text: await response.text() };
-}
+const { stack, stripe, adyen } = await providerStackForFile();
 
 const statusBecomes = (orderId: number, status: string) =>
   eventually(
@@ -63,8 +44,8 @@ describe("Stripe end to end", () => {
       "payment_intent.succeeded",
       paymentIntent(order.order_id, { id: intentId }),
     );
-    expect((await deliver(stripeRequest(completed))).status).toBe(200);
-    expect((await deliver(stripeRequest(succeeded))).status).toBe(200);
+    expect((await stripe(completed)).status).toBe(200);
+    expect((await stripe(succeeded)).status).toBe(200);
     await statusBecomes(order.order_id, "paid");
     const outcomes = await eventually(async () => {
       const rows = await processed(order.order_id);
@@ -82,9 +63,7 @@ describe("Stripe end to end", () => {
   test("S1, W8: 20 concurrent deliveries of one Stripe event move the order once", async () => {
     const order = await stack.newOrder(1999);
     const event = stripeEvent("payment_intent.succeeded", paymentIntent(order.order_id));
-    const answers = await Promise.all(
-      Array.from({ length: 20 }, () => deliver(stripeRequest(event))),
-    );
+    const answers = await Promise.all(Array.from({ length: 20 }, () => stripe(event)));
     expect(answers.every((answer) => answer.status === 200)).toBe(true);
     await statusBecomes(order.order_id, "paid");
     await Bun.sleep(300);
@@ -96,21 +75,21 @@ describe("Stripe end to end", () => {
   test("S3: charge.refunded for the full amount refunds the paid order; a different PaymentIntent for a paid order is a duplicate_payment review", async () => {
     const order = await stack.newOrder(1999);
     const intent = paymentIntent(order.order_id);
-    await deliver(stripeRequest(stripeEvent("payment_intent.succeeded", intent)));
+    await stripe(stripeEvent("payment_intent.succeeded", intent));
     await statusBecomes(order.order_id, "paid");
     const second = stripeEvent("payment_intent.succeeded", paymentIntent(order.order_id));
-    expect((await deliver(stripeRequest(second))).status).toBe(200);
+    expect((await stripe(second)).status).toBe(200);
     await eventually(async () => ((await reviews(order.order_id)).length === 1 ? true : undefined));
     expect((await reviews(order.order_id))[0].reason).toBe("duplicate_payment");
     const refund = stripeEvent("charge.refunded", refundedCharge(order.order_id, intent.id));
-    expect((await deliver(stripeRequest(refund))).status).toBe(200);
+    expect((await stripe(refund)).status).toBe(200);
     await statusBecomes(order.order_id, "refunded");
   });
 
   test("V3: the operator list filters by provider and shows payment_ref", async () => {
     const order = await stack.newOrder(1999);
     const intent = paymentIntent(order.order_id);
-    await deliver(stripeRequest(stripeEvent("payment_intent.succeeded", intent)));
+    await stripe(stripeEvent("payment_intent.succeeded", intent));
     const response = await fetch(
       `${stack.payments.url}/api/notifications?provider=stripe&order_id=${order.order_id}`,
       { headers: { authorization: `Bearer ${stack.admin}` } },
@@ -134,9 +113,9 @@ describe("Stripe end to end", () => {
 describe("provider routes on a real server", () => {
   test("G1, N7: a Stripe event over 256 KiB is 413 problem+json from the running service; 100 KiB is accepted", async () => {
     const note = (size: number) => ({ id: "cus_big", object: "customer", note: "x".repeat(size) });
-    const big = await deliver(stripeRequest(stripeEvent("customer.updated", note(100 * 1024))));
+    const big = await stripe(stripeEvent("customer.updated", note(100 * 1024)));
     expect(big.status).toBe(200);
-    const huge = await deliver(stripeRequest(stripeEvent("customer.updated", note(257 * 1024))));
+    const huge = await stripe(stripeEvent("customer.updated", note(257 * 1024)));
     expect(huge.status).toBe(413);
     expect(JSON.parse(huge.text)).toMatchObject({ status: 413 });
   });
@@ -146,7 +125,7 @@ describe("Adyen end to end", () => {
   test("Y2, Y3: AUTHORISATION pays the order, REFUND of the full amount refunds it", async () => {
     const order = await stack.newOrder(1999);
     const authorisation = adyenItem(order.order_id, { amount: { currency: "USD", value: 1999 } });
-    const paid = await deliver(adyenRequest(adyenBatch([signedItem(authorisation)])));
+    const paid = await adyen(adyenBatch([signedItem(authorisation)]));
     expect(paid).toEqual({ status: 200, text: "[accepted]" });
     await statusBecomes(order.order_id, "paid");
     const refund = adyenItem(order.order_id, {
@@ -154,7 +133,7 @@ describe("Adyen end to end", () => {
       originalReference: authorisation.pspReference,
       amount: { currency: "USD", value: 1999 },
     });
-    expect((await deliver(adyenRequest(adyenBatch([signedItem(refund)])))).text).toBe("[accepted]");
+    expect((await adyen(adyenBatch([signedItem(refund)]))).text).toBe("[accepted]");
     await statusBecomes(order.order_id, "refunded");
     expect((await paidEntries(order.order_id))[0].detail).toEqual({
       payment_ref: authorisation.pspReference,
