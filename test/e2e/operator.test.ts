@@ -1,16 +1,8 @@
-import {
-  afterAll,
-  afterEach,
-  beforeAll,
-  describe,
-  expect,
-  setDefaultTimeout,
-  test,
-} from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eventually, unique } from "@commerce/testing/basics";
-import { privateDatabase } from "@commerce/testing/private-database";
-import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
-import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
+import { privateDatabase, privateStackForFile } from "@commerce/testing/private-database";
+import { startStack, succeeded } from "@commerce/testing/processes";
+import { loopbackWebhooks, webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 import { verifyDelivery } from "@commerce/testing/webhook-receiver";
 
 setDefaultTimeout(90_000);
@@ -20,8 +12,16 @@ setDefaultTimeout(90_000);
  * services, real PostgreSQL and NATS, a real webhook receiver on loopback. A failed attempt is
  * retried after 300 s, so a test sees the schedule stand still while it retries by hand.
  */
-let stack: Stack;
-let database: Awaited<ReturnType<typeof privateDatabase>>;
+const webhookEnv = {
+  ...loopbackWebhooks,
+  WEBHOOK_RETRY_SCHEDULE: "300",
+  WEBHOOK_TIMEOUT_SECONDS: "2",
+  LOG_LEVEL: "info",
+};
+
+// A database of its own: no other file's endpoints take this file's deliveries.
+const { stack } = await privateStackForFile({ env: webhookEnv });
+
 const hooks = webhookEndpoints(
   () => stack.sql,
   (body) => stack.callApi("POST", "/api/webhook-endpoints", stack.admin, body),
@@ -29,25 +29,8 @@ const hooks = webhookEndpoints(
 const receiver = hooks.receiver;
 const subscribe = (url: string, description = unique("warehouse"), events = ["*"]) =>
   hooks.subscribe(url, events, description);
-const webhookEnv = {
-  WEBHOOK_ALLOW_HTTP: "1",
-  WEBHOOK_ALLOW_PRIVATE: "1",
-  WEBHOOK_RETRY_SCHEDULE: "300",
-  WEBHOOK_TIMEOUT_SECONDS: "2",
-  LOG_LEVEL: "info",
-};
-
-// A database of its own: no other file's endpoints take this file's deliveries.
-beforeAll(async () => {
-  database = await privateDatabase();
-  stack = await startStack({ env: webhookEnv, databaseUrl: database.url });
-});
 // Each test's endpoints and receivers go, so later tests' orders are not delivered to them.
 afterEach(() => hooks.clear());
-afterAll(async () => {
-  await stack?.stop();
-  await database?.drop();
-});
 
 const subOf = (token: string) =>
   JSON.parse(Buffer.from(token.split(".")[1], "base64url").toString()).sub as string;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { gzipSync } from "node:zlib";
 import { eventually } from "@commerce/testing/basics";
 import { type Stack, startStack } from "@commerce/testing/processes";
-import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
+import { loopbackWebhooks, webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 import type { Answer } from "@commerce/testing/webhook-receiver";
 
 setDefaultTimeout(120_000);
@@ -19,8 +19,7 @@ const hooks = webhookEndpoints(
 beforeAll(async () => {
   stack = await startStack({
     env: {
-      WEBHOOK_ALLOW_HTTP: "1",
-      WEBHOOK_ALLOW_PRIVATE: "1",
+      ...loopbackWebhooks,
       WEBHOOK_RETRY_SCHEDULE: "1,1",
       WEBHOOK_TIMEOUT_SECONDS: "5",
     },

@@ -38,9 +38,9 @@ export async function startFaultStack<Nats extends NatsServer = PrivateNats>(
 
 export type FaultStack = Awaited<ReturnType<typeof startFaultStack>>;
 
-/** A fault stack (startFaultStack's defaults) for the calling test file, disposed of after its tests. */
-export async function faultStackForFile() {
-  const env = await startFaultStack();
+/** A fault stack (startFaultStack's, with `options`) for the calling test file, disposed of after its tests. */
+export async function faultStackForFile(options: Parameters<typeof startFaultStack>[0] = {}) {
+  const env = await startFaultStack(options);
   afterAll(() => env.dispose());
   return env;
 }

@@ -1,33 +1,20 @@
-import {
-  afterAll,
-  afterEach,
-  beforeAll,
-  describe,
-  expect,
-  setDefaultTimeout,
-  test,
-} from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { apiClient } from "@commerce/client";
 import { eventually } from "@commerce/testing/basics";
 import type { PrivateNats } from "@commerce/testing/nats-server";
-import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
+import { loopbackWebhooks, webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 import { type Answer, type Received, verifyDelivery } from "@commerce/testing/webhook-receiver";
-import { type FaultStack, placeOrders, startFaultStack } from "./support";
+import { faultStackForFile, placeOrders } from "./support";
 
 setDefaultTimeout(150_000);
 
-let env: FaultStack;
-beforeAll(async () => {
-  env = await startFaultStack({
-    env: {
-      WEBHOOK_ALLOW_HTTP: "1",
-      WEBHOOK_ALLOW_PRIVATE: "1",
-      WEBHOOK_RETRY_SCHEDULE: "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
-      WEBHOOK_TIMEOUT_SECONDS: "2",
-    },
-  });
+const env = await faultStackForFile({
+  env: {
+    ...loopbackWebhooks,
+    WEBHOOK_RETRY_SCHEDULE: "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
+    WEBHOOK_TIMEOUT_SECONDS: "2",
+  },
 });
-afterAll(() => env?.dispose());
 
 // Each test's endpoint goes (its deliveries with it), so `deliveries()` reads the next test's only.
 const hooks = webhookEndpoints(() => env.stack.sql);

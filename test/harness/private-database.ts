@@ -1,5 +1,7 @@
+import { afterAll } from "bun:test";
 import { connectDatabase } from "@commerce/shared/platform/database";
 import { testDatabaseUrl, unique } from "./basics";
+import { startStack } from "./processes";
 
 /**
  * A database of its own on the test server, so "no row changed" can be checked over whole tables
@@ -21,4 +23,21 @@ export async function privateDatabase() {
       await admin.end({ timeout: 5 });
     },
   };
+}
+
+/**
+ * Both services as processes (`startStack` with `options`) on a database of their own, for the
+ * calling test file: the stack stopped and the database dropped after its tests.
+ */
+export async function privateStackForFile(options: Parameters<typeof startStack>[0] = {}) {
+  const database = await privateDatabase();
+  const stack = await startStack({ ...options, databaseUrl: database.url }).catch(async (error) => {
+    await database.drop();
+    throw error;
+  });
+  afterAll(async () => {
+    await stack.stop();
+    await database.drop();
+  });
+  return { stack, database };
 }

@@ -1,6 +1,12 @@
 import type { Sql } from "postgres";
 import { type Answer, type Received, startWebhookReceiver } from "./webhook-receiver";
 
+/**
+ * H7's guards off for the test's receivers, which are on loopback over http; each file adds its
+ * own retry schedule and timeout.
+ */
+export const loopbackWebhooks = { WEBHOOK_ALLOW_HTTP: "1", WEBHOOK_ALLOW_PRIVATE: "1" };
+
 /** What an endpoint's creation answered: a 201's body carries the new endpoint's id. */
 export type Created = { status: number; json?: any };
 

@@ -1,13 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
-import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
+import { loopbackWebhooks, webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 import { AttemptRecorder, recordAttempts } from "./attempt-record";
 
 // The claims here are made by hand: this api's dispatcher is never started, so every claim and
 // every record below is the test's own, and the rows say what each one did.
 const webhookEnv = {
-  WEBHOOK_ALLOW_HTTP: "1",
-  WEBHOOK_ALLOW_PRIVATE: "1",
+  ...loopbackWebhooks,
   WEBHOOK_RETRY_SCHEDULE: "1,1,1",
   WEBHOOK_TIMEOUT_SECONDS: "1",
 };

@@ -1,31 +1,26 @@
-import {
-  afterAll,
-  afterEach,
-  beforeAll,
-  describe,
-  expect,
-  setDefaultTimeout,
-  test,
-} from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { lookup } from "node:dns/promises";
 import { hostname } from "node:os";
 import { eventually, unique } from "@commerce/testing/basics";
-import { type ApiHarness, startApi } from "@commerce/testing/in-process";
-import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
+import { type ApiHarness, apiForFile, startApi } from "@commerce/testing/in-process";
+import { loopbackWebhooks, webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 import { verifyDelivery } from "@commerce/testing/webhook-receiver";
 import { isInternalAddress } from "./address-guard";
 
 setDefaultTimeout(60_000);
 
 const webhookEnv = {
-  WEBHOOK_ALLOW_HTTP: "1",
-  WEBHOOK_ALLOW_PRIVATE: "1",
+  ...loopbackWebhooks,
   WEBHOOK_RETRY_SCHEDULE: "1,1,1",
   WEBHOOK_TIMEOUT_SECONDS: "1",
 };
 
-let api: ApiHarness;
-let adminToken: string;
+const { api, admin: adminToken } = await apiForFile({
+  env: webhookEnv,
+  webhookDispatcher: { pollMs: 50 },
+});
+api.service.dispatcher.start();
+
 const hooks = webhookEndpoints(
   () => api.sql,
   (body) => api.call("POST", "/api/webhook-endpoints", { token: adminToken, body }),
@@ -33,17 +28,9 @@ const hooks = webhookEndpoints(
 const receiver = hooks.receiver;
 const subscribe = (url: string, events: string[] = ["*"]) => hooks.subscribe(url, events, "test");
 
-beforeAll(async () => {
-  api = await startApi({ env: webhookEnv, webhookDispatcher: { pollMs: 50 } });
-  api.service.dispatcher.start();
-  adminToken = await api.admin();
-});
-
 // Each test's endpoints go (even when it failed), so later tests' orders are not delivered to
 // dead receivers, and none is left in the shared database.
 afterEach(() => hooks.clear());
-
-afterAll(() => api?.close());
 
 /** An order created by a customer and paid by an admin: `orders.created`, then `orders.paid`. */
 async function paidOrder(): Promise<number> {
