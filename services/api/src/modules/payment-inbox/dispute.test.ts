@@ -2,37 +2,17 @@ import { describe, expect, test } from "bun:test";
 import {
   type DisputeMessage,
   type DisputeStage,
-  type PaymentMessage,
   parseOrderEvent,
 } from "@commerce/shared/contract/messages";
 import { paymentMessageFor, unique } from "@commerce/testing/basics";
 import { apiForFile } from "@commerce/testing/in-process";
-import { applyPaymentMessage } from "./apply";
+import { paymentInboxKit } from "@commerce/testing/payment-inbox";
 import { applyDisputeMessage } from "./dispute";
 
 const { api } = await apiForFile();
 
-async function newOrder(price = 1999) {
-  const product = await api.product({ price });
-  const { token } = await api.customer();
-  const res = await api.call("POST", "/api/orders", {
-    token,
-    body: { product_id: product.id, qty: 1 },
-  });
-  return res.json as { order_id: number; amount: number; currency: string };
-}
+const { newOrder, succeeded, status, timeline, reviews } = paymentInboxKit(api);
 
-const succeeded = (message: PaymentMessage) =>
-  applyPaymentMessage(api.db, api.deps.topology, "succeeded", message);
-const status = async (id: number) =>
-  (await api.sql<{ status: string }[]>`select status from api.orders where id = ${id}`)[0].status;
-const timeline = (id: number) =>
-  api.sql<{ type: string; notification_id: string | null; detail: Record<string, unknown> }[]>`
-    select type, notification_id, detail from api.order_events where order_id = ${id} order by id`;
-const reviews = async (id: number) => [
-  ...(await api.sql<{ reason: string; event: string }[]>`
-    select reason, event from api.payment_reviews where order_id = ${id} order by id`),
-];
 const disputedEvents = (id: number) =>
   api.sql<{ message_id: string; payload: unknown }[]>`
     select message_id, payload from api.outbox

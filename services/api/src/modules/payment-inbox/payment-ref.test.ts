@@ -2,30 +2,13 @@ import { describe, expect, test } from "bun:test";
 import type { PaymentMessage } from "@commerce/shared/contract/messages";
 import { paymentMessageFor } from "@commerce/testing/basics";
 import { apiForFile } from "@commerce/testing/in-process";
+import { paymentInboxKit } from "@commerce/testing/payment-inbox";
 import { applyPaymentMessage } from "./apply";
 import { payInOneStatement } from "./batcher";
 
 const { api } = await apiForFile();
 
-async function newOrder(price = 1999) {
-  const product = await api.product({ price });
-  const { token } = await api.customer();
-  const res = await api.call("POST", "/api/orders", {
-    token,
-    body: { product_id: product.id, qty: 1 },
-  });
-  return res.json as { order_id: number; amount: number; currency: string };
-}
-
-const succeeded = (message: PaymentMessage) =>
-  applyPaymentMessage(api.db, api.deps.topology, "succeeded", message);
-const status = async (id: number) =>
-  (await api.sql<{ status: string }[]>`select status from api.orders where id = ${id}`)[0].status;
-const timeline = (id: number) =>
-  api.sql<{ type: string; notification_id: string | null; detail: Record<string, unknown> }[]>`
-    select type, notification_id, detail from api.order_events where order_id = ${id} order by id`;
-const reviews = (id: number) =>
-  api.sql<{ reason: string }[]>`select reason from api.payment_reviews where order_id = ${id}`;
+const { newOrder, succeeded, status, timeline, reviews } = paymentInboxKit(api);
 
 describe("the payment reference that paid an order (M1, L4)", () => {
   test("L4, S3: a Checkout's two events about one PaymentIntent pay the order once and open no review (batch path first)", async () => {
