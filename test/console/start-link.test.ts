@@ -1,6 +1,6 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
-import { eventually, freePort, testDatabaseUrl, testNatsUrl, unique } from "../harness/basics";
 import { heading, openBrowser } from "../harness/browser";
+import { startNpmStart } from "../harness/npm-start";
 
 /**
  * N16, U2 where the operator meets it: the link `npm start` prints carries a one-time code, not
@@ -9,40 +9,15 @@ import { heading, openBrowser } from "../harness/browser";
 
 setDefaultTimeout(120_000);
 
-const root = new URL("../..", import.meta.url).pathname;
-
 test("N16, U2 npm start prints a console link with a one-time code, never a token; it signs in once", async () => {
-  const ports = { api: await freePort(), payments: await freePort() };
-  const child = Bun.spawn([process.execPath, "--no-env-file", `${root}scripts/start.ts`], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH ?? "",
-      DATABASE_URL: testDatabaseUrl,
-      NATS_URL: testNatsUrl,
-      NATS_PREFIX: unique("s"),
-      START_API_PORT: String(ports.api),
-      START_PAYMENTS_PORT: String(ports.payments),
-      LOG_LEVEL: "warn",
-    },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  let output = "";
-  void (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of child.stdout as ReadableStream<Uint8Array>)
-      output += decoder.decode(chunk);
-  })();
+  const start = await startNpmStart();
+  const { ports } = start;
   const browser = await openBrowser([
     `http://127.0.0.1:${ports.api}`,
     `http://127.0.0.1:${ports.payments}`,
   ]);
   try {
-    await eventually(
-      async () => (output.includes("Ctrl-C stops everything") ? true : undefined),
-      90_000,
-      "npm start ready",
-    );
+    const output = await start.ready(90_000);
     const link = output.match(/Operator console[^\n]*?(http:\/\/\S+\/console#\S+)/)?.[1];
     expect(link).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${ports.api}/console#code=`));
     const token = output.match(/ADMIN_TOKEN=(\S+)/)?.[1];
@@ -61,7 +36,6 @@ test("N16, U2 npm start prints a console link with a one-time code, never a toke
     expect(await again.evaluate(() => (globalThis as any).sessionStorage.length)).toBe(0);
   } finally {
     await browser.close();
-    child.kill("SIGINT");
-    await child.exited;
+    await start.stop();
   }
 });

@@ -2,16 +2,9 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { generateKeyPairSync } from "node:crypto";
 import { networkInterfaces } from "node:os";
 import { gaugeCacheMs } from "@commerce/shared/platform/metrics";
-import {
-  eventually,
-  freePort,
-  jwtSecret,
-  testDatabaseUrl,
-  testNatsUrl,
-  token,
-  unique,
-} from "@commerce/testing/basics";
+import { eventually, jwtSecret, testDatabaseUrl, token, unique } from "@commerce/testing/basics";
 import { runToEnd } from "@commerce/testing/launch";
+import { startNpmStart } from "@commerce/testing/npm-start";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 
 setDefaultTimeout(90_000);
@@ -364,33 +357,10 @@ describe("N6: tokens verified with a public key; no service can mint one", () =>
 
 describe("N12: npm start listens on 127.0.0.1 only", () => {
   test("N12: the services npm start runs answer on 127.0.0.1 and not on the machine's other addresses", async () => {
-    const ports = { api: await freePort(), payments: await freePort() };
-    const child = Bun.spawn([process.execPath, "--no-env-file", `${root}scripts/start.ts`], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? "",
-        DATABASE_URL: testDatabaseUrl,
-        NATS_URL: testNatsUrl,
-        NATS_PREFIX: unique("s"),
-        START_API_PORT: String(ports.api),
-        START_PAYMENTS_PORT: String(ports.payments),
-        LOG_LEVEL: "warn",
-      },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    let output = "";
-    void (async () => {
-      const decoder = new TextDecoder();
-      for await (const chunk of child.stdout as ReadableStream<Uint8Array>)
-        output += decoder.decode(chunk);
-    })();
+    const start = await startNpmStart();
+    const { ports } = start;
     try {
-      await eventually(
-        async () => (output.includes("Ctrl-C stops everything") ? true : undefined),
-        60_000,
-        "npm start ready",
-      );
+      const output = await start.ready(60_000);
       expect(output).toContain(`http://127.0.0.1:${ports.api}`);
       const others = Object.values(networkInterfaces())
         .flat()
@@ -413,8 +383,7 @@ describe("N12: npm start listens on 127.0.0.1 only", () => {
         }
       }
     } finally {
-      child.kill("SIGINT");
-      await child.exited;
+      await start.stop();
     }
   });
 });
