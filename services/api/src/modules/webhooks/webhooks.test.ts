@@ -4,7 +4,7 @@ import { hostname } from "node:os";
 import { eventually, unique } from "@commerce/testing/basics";
 import { type ApiHarness, apiForFile, startApi } from "@commerce/testing/in-process";
 import { loopbackWebhooks, webhookEndpoints } from "@commerce/testing/webhook-endpoints";
-import { verifyDelivery } from "@commerce/testing/webhook-receiver";
+import { type Answer, verifyDelivery } from "@commerce/testing/webhook-receiver";
 import { isInternalAddress } from "./address-guard";
 
 setDefaultTimeout(60_000);
@@ -519,7 +519,7 @@ describe("wake-up", () => {
       const before = await wakes(replica, "notify");
       const polls = await wakes(replica, "poll");
       const hook = await receiver();
-      await subscribe(hook.url, ["orders.paid"]);
+      const endpoint = await subscribe(hook.url, ["orders.paid"]);
       // Committed by the file's api, not the replica.
       const orderId = await paidOrder();
       await eventually(
@@ -538,7 +538,7 @@ describe("wake-up", () => {
       await api.sql
         .begin(async (tx) => {
           await tx`insert into api.webhook_deliveries (endpoint_id, event_type, message_id, payload)
-            values (${endpoints[0]}, 'orders.paid', ${unique("rolled-back")}, '{}')`;
+            values (${endpoint.id}, 'orders.paid', ${unique("rolled-back")}, '{}')`;
           throw new Error("roll back");
         })
         .catch(() => {});
