@@ -4,7 +4,6 @@
  */
 import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
-import postgres from "postgres";
 import { jwtSecret, webhookSecret } from "@commerce/testing/basics";
 import {
   serviceCommand as commandOf,
@@ -13,6 +12,7 @@ import {
   type ServiceName,
   type ServiceProcess,
 } from "@commerce/testing/launch";
+import postgres from "postgres";
 
 export const root = repositoryRoot;
 /**
