@@ -16,6 +16,7 @@ import { applyPaymentMessage, type PaymentOutcome, paymentRefOf } from "./apply"
 import { retryDelayMs } from "./backoff";
 import { PaymentBatcher } from "./batcher";
 import { handleDispute } from "./dispute-consumer";
+import { dropMalformed } from "./drop-malformed";
 import { kindOf } from "./subscription";
 
 export type PaymentConsumerDeps = {
@@ -162,17 +163,8 @@ export class PaymentConsumer {
         span,
       );
     const payment = parsePaymentMessage(payload);
-    if (!payment || !kind) {
-      this.applied.inc({ outcome: "invalid" });
-      logger.error("payment message is malformed; dropped", {
-        ...trace,
-        subject: message.subject,
-        stream_seq: message.seq,
-      });
-      span.fail();
-      message.term();
-      return;
-    }
+    if (!payment || !kind)
+      return dropMalformed({ logger, applied: this.applied }, message, span, trace);
     const fields = {
       ...trace,
       notification_id: payment.notification_id,

@@ -6,6 +6,7 @@ import type { Database } from "../../db";
 import type { AtMost, OneAtATimePerKey } from "../../lib/concurrency";
 import { retryDelayMs } from "./backoff";
 import { applyDisputeMessage } from "./dispute";
+import { dropMalformed } from "./drop-malformed";
 
 /** What the payment consumer lends the dispute path: its deps, counter and concurrency limits. */
 export type DisputeContext = {
@@ -32,17 +33,7 @@ export async function handleDispute(
   const { db, topology, logger, outboxWritten, applied } = context;
   const trace = traceFields(span.context);
   const dispute = parseDisputeMessage(payload);
-  if (!dispute) {
-    applied.inc({ outcome: "invalid" });
-    logger.error("payment message is malformed; dropped", {
-      ...trace,
-      subject: message.subject,
-      stream_seq: message.seq,
-    });
-    span.fail();
-    message.term();
-    return;
-  }
+  if (!dispute) return dropMalformed(context, message, span, trace);
   const fields = {
     ...trace,
     notification_id: dispute.notification_id,
