@@ -38,20 +38,18 @@ async function listInto(place: Element, pageNumber: number) {
     page.items.length
       ? table(
           ["Endpoint", "Description", "URL", "Events", "Status", "Now", "Created"],
-          await Promise.all(
-            page.items.map(async (endpoint) => [
-              link(`/console/webhooks/${endpoint.id}`, `Endpoint ${endpoint.id}`),
-              endpoint.description || h("span", { class: "muted" }, "—"),
-              h("code", {}, endpoint.url),
-              endpoint.events.join(", "),
-              [
-                badge(endpoint.status),
-                endpoint.disabled_reason ? ` ${endpoint.disabled_reason}` : null,
-              ],
-              endpoint.status === "enabled" ? await failingState(endpoint.id) : "—",
-              time(endpoint.created_at),
-            ]),
-          ),
+          page.items.map((endpoint) => [
+            link(`/console/webhooks/${endpoint.id}`, `Endpoint ${endpoint.id}`),
+            endpoint.description || h("span", { class: "muted" }, "—"),
+            h("code", {}, endpoint.url),
+            endpoint.events.join(", "),
+            [
+              badge(endpoint.status),
+              endpoint.disabled_reason ? ` ${endpoint.disabled_reason}` : null,
+            ],
+            endpoint.status === "enabled" ? failingState(endpoint) : "—",
+            time(endpoint.created_at),
+          ]),
         )
       : empty("No endpoint receives the shop's order events yet."),
     h(
@@ -63,29 +61,17 @@ async function listInto(place: Element, pageNumber: number) {
   );
 }
 
-/** H3: a delivery pending longer than this means its endpoint is failing now (U7). */
-const pendingTooLongMs = 5 * 60 * 1000;
-
 /**
- * U7: whether an enabled endpoint is failing now, from its deliveries: one still pending after an
- * attempt (it was not taken) or for more than 5 minutes, or its newest one finally failed. The
- * health line counts the same.
+ * U7: whether an enabled endpoint is failing now, as the api decides it (`failing_now`, the rule
+ * the health line counts by): its last attempt failed since `failing_since`, or a delivery of it
+ * has been pending over 5 minutes.
  */
-async function failingState(id: number) {
-  const [pending, newest] = await Promise.all(
-    [{ status: "pending" as const, per_page: 100 }, { per_page: 1 }].map((query) =>
-      answerOf(endpoints()({ id }).deliveries.get({ query }), "Reading the endpoint's deliveries"),
-    ),
-  );
-  const refused = pending.items.find((delivery) => delivery.attempts > 0);
-  const stuck = pending.items.some(
-    (delivery) => Date.now() - Date.parse(delivery.created_at) > pendingTooLongMs,
-  );
-  const failed = newest.items[0]?.status === "failed" ? newest.items[0] : undefined;
-  const last = refused?.last_status_code ?? failed?.last_status_code;
-  if (refused || stuck || failed)
-    return h("span", { class: "badge badge-failing" }, `failing${last ? ` (${last})` : ""}`);
-  return newest.items.length ? badge("ok") : h("span", { class: "muted" }, "no delivery yet");
+function failingState(endpoint: { failing_now: boolean; failing_since: string | null }) {
+  if (!endpoint.failing_now) return badge("ok");
+  const failing = h("span", { class: "badge badge-failing" }, "failing");
+  return endpoint.failing_since
+    ? [failing, " since ", time(endpoint.failing_since)]
+    : [failing, " (a delivery pending over 5 min)"];
 }
 
 function createForm(refreshList: () => Promise<void>) {

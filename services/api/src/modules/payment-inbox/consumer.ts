@@ -13,9 +13,9 @@ import type { ConsumerMessages, JsMsg } from "nats";
 import type { Database } from "../../db";
 import { AtMost, OneAtATimePerKey } from "../../lib/concurrency";
 import { applyPaymentMessage, type PaymentOutcome, paymentRefOf } from "./apply";
-import { retryDelayMs } from "./backoff";
 import { PaymentBatcher } from "./batcher";
 import { handleDispute } from "./dispute-consumer";
+import { dropMalformed, redeliverLater } from "./settle";
 import { kindOf } from "./subscription";
 
 export type PaymentConsumerDeps = {
@@ -162,17 +162,8 @@ export class PaymentConsumer {
         span,
       );
     const payment = parsePaymentMessage(payload);
-    if (!payment || !kind) {
-      this.applied.inc({ outcome: "invalid" });
-      logger.error("payment message is malformed; dropped", {
-        ...trace,
-        subject: message.subject,
-        stream_seq: message.seq,
-      });
-      span.fail();
-      message.term();
-      return;
-    }
+    if (!payment || !kind)
+      return dropMalformed({ logger, applied: this.applied }, message, span, trace);
     const fields = {
       ...trace,
       notification_id: payment.notification_id,
@@ -225,15 +216,7 @@ export class PaymentConsumer {
           currency: payment.currency,
         });
     } catch (error) {
-      const delay = retryDelayMs(message.info.redeliveryCount);
-      this.applied.inc({ outcome: "failed" });
-      span.fail(error);
-      logger.error("payment message failed; will be redelivered", {
-        ...fields,
-        retry_in_ms: delay,
-        ...describeError(error),
-      });
-      message.nak(delay);
+      redeliverLater({ logger, applied: this.applied }, message, span, fields, error);
     }
   }
 

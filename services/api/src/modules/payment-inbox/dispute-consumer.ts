@@ -1,11 +1,11 @@
 import { type MessageTopology, parseDisputeMessage } from "@commerce/shared/contract/messages";
-import { describeError, type Logger } from "@commerce/shared/platform/logger";
+import type { Logger } from "@commerce/shared/platform/logger";
 import { type Span, traceFields } from "@commerce/shared/platform/tracing";
 import type { JsMsg } from "nats";
 import type { Database } from "../../db";
 import type { AtMost, OneAtATimePerKey } from "../../lib/concurrency";
-import { retryDelayMs } from "./backoff";
 import { applyDisputeMessage } from "./dispute";
+import { dropMalformed, redeliverLater } from "./settle";
 
 /** What the payment consumer lends the dispute path: its deps, counter and concurrency limits. */
 export type DisputeContext = {
@@ -32,17 +32,7 @@ export async function handleDispute(
   const { db, topology, logger, outboxWritten, applied } = context;
   const trace = traceFields(span.context);
   const dispute = parseDisputeMessage(payload);
-  if (!dispute) {
-    applied.inc({ outcome: "invalid" });
-    logger.error("payment message is malformed; dropped", {
-      ...trace,
-      subject: message.subject,
-      stream_seq: message.seq,
-    });
-    span.fail();
-    message.term();
-    return;
-  }
+  if (!dispute) return dropMalformed(context, message, span, trace);
   const fields = {
     ...trace,
     notification_id: dispute.notification_id,
@@ -70,14 +60,6 @@ export async function handleDispute(
       logger.warn("payment disputed", { ...line, ...money });
     }
   } catch (error) {
-    const delay = retryDelayMs(message.info.redeliveryCount);
-    applied.inc({ outcome: "failed" });
-    span.fail(error);
-    logger.error("payment message failed; will be redelivered", {
-      ...fields,
-      retry_in_ms: delay,
-      ...describeError(error),
-    });
-    message.nak(delay);
+    redeliverLater(context, message, span, fields, error);
   }
 }

@@ -47,13 +47,13 @@ afterAll(async () => {
   await api.close();
 });
 
-function startConsumer(db = api.db, logger: Logger = quiet) {
+function startConsumer(db = api.db, logger: Logger = quiet, metrics = new Metrics()) {
   const consumer = new PaymentConsumer({
     db,
     nats,
     topology: api.deps.topology,
     logger,
-    metrics: new Metrics(),
+    metrics,
     tracer: idTracer,
     outboxWritten: () => {},
   });
@@ -144,6 +144,48 @@ describe("order-paid consumer", () => {
     const sent = parseTraceparent(row.headers.traceparent);
     expect(sent).toMatchObject({ traceId, sampled: true });
     expect(sent?.spanId).not.toBe("00f067aa0ba902b7");
+  });
+
+  test("M2: a malformed payment or dispute message is terminated, counted invalid and logged with its subject and stream sequence", async () => {
+    // The consumers of earlier tests share the durable consumer: this one must get the messages.
+    await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+    const lines: string[] = [];
+    const metrics = new Metrics();
+    startConsumer(
+      api.db,
+      createLogger("info", {}, (line) => lines.push(line)),
+      metrics,
+    );
+    const { payments, paymentEventsConsumer } = api.deps.topology;
+    const js = nats.jetstream();
+    if (!js) throw new Error("no jetstream");
+    const paid = await js.publish(payments.orderPaid, JSON.stringify({ notification_id: 7 }), {
+      msgID: unique("malformed"),
+    });
+    const disputed = await js.publish(payments.orderDisputed, "not json", {
+      msgID: unique("malformed"),
+    });
+    const dropped = await eventually(async () => {
+      const found = lines
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.msg === "payment message is malformed; dropped");
+      return found.length >= 2 ? found : undefined;
+    });
+    expect(
+      dropped
+        .map(({ level, subject, stream_seq }) => ({ level, subject, stream_seq }))
+        .sort((a, b) => a.stream_seq - b.stream_seq),
+    ).toEqual([
+      { level: "error", subject: payments.orderPaid, stream_seq: paid.seq },
+      { level: "error", subject: payments.orderDisputed, stream_seq: disputed.seq },
+    ]);
+    expect(await metrics.render()).toContain('payment_messages_total{outcome="invalid"} 2');
+    // Terminated, not left to be redelivered: nothing of the consumer waits for an ack.
+    const jsm = await nats.manager();
+    await eventually(async () => {
+      const info = await jsm.consumers.info(payments.stream, paymentEventsConsumer);
+      return info.num_ack_pending === 0 && info.num_pending === 0 ? true : undefined;
+    });
   });
 
   test("M2: a notification delivered again is acked and changes nothing", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { RateLimiter } from "@commerce/shared/platform/rate-limit";
+import { eventually } from "@commerce/testing/basics";
 import { apiForFile, problemType, startApi } from "@commerce/testing/in-process";
 import { webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 
@@ -57,6 +58,65 @@ describe("GET /api/status (U3, N4)", () => {
       expect(metrics).toContain(`webhook_endpoints_failing_now ${before.failing_endpoints}`);
     } finally {
       await endpoints.clear();
+    }
+  });
+
+  test("U7: each endpoint's failing_now is the health line's rule: true after a failed attempt or a delivery pending over 5 minutes, false when healthy or disabled; the failing ones are failing_endpoints", async () => {
+    const made: number[] = [];
+    // Each delivery is due tomorrow, so no dispatcher of any process attempts it meanwhile.
+    const endpoint = async (status: string, failingSince: string | null, pendingSince?: string) => {
+      const [{ id }] = await api.sql<{ id: number }[]>`
+        insert into api.webhook_endpoints (url, events, status, disabled_reason, failing_since, secret)
+        values ('https://failing-now.example/hook', '{orders.paid}', ${status},
+          ${status === "disabled" ? "manual" : null}, ${failingSince}, 'whsec_x')
+        returning id::int`;
+      made.push(id);
+      if (pendingSince)
+        await api.sql`insert into api.webhook_deliveries
+          (endpoint_id, event_type, message_id, payload, created_at, next_attempt_at)
+          values (${id}, 'orders.paid', ${`failing-now-${id}`}, '{}',
+            now() - ${pendingSince}::interval, now() + interval '1 day')`;
+      return id;
+    };
+    try {
+      const healthy = await endpoint("enabled", null, "1 minute");
+      const streak = await endpoint("enabled", new Date().toISOString());
+      const stuck = await endpoint("enabled", null, "6 minutes");
+      const disabled = await endpoint("disabled", new Date().toISOString(), "6 minutes");
+
+      const expected = { [healthy]: false, [streak]: true, [stuck]: true, [disabled]: false };
+      for (const [id, failing] of Object.entries(expected)) {
+        const one = await api.call("GET", `/api/webhook-endpoints/${id}`, { token: admin });
+        expect(one.status).toBe(200);
+        expect({ id, failing_now: one.json.failing_now }).toEqual({ id, failing_now: failing });
+      }
+      // Every endpoint of the list, page by page; those failing now are the health line's count
+      // (a 5-second reading, so read again until it has seen these endpoints).
+      const listed = async () => {
+        const all: { id: number; failing_now: boolean }[] = [];
+        for (let page = 1; ; page++) {
+          const res = await api.call("GET", `/api/webhook-endpoints?page=${page}&per_page=100`, {
+            token: admin,
+          });
+          all.push(...res.json.items);
+          if (page >= res.json.pages) return all;
+        }
+      };
+      const agreed = await eventually(
+        async () => {
+          const all = await listed();
+          const status = (await api.call("GET", "/api/status", { token: admin })).json;
+          const failing = all.filter((e) => e.failing_now).length;
+          return status.failing_endpoints === failing ? all : undefined;
+        },
+        15_000,
+        "failing_endpoints equal to the endpoints listed with failing_now",
+      );
+      const mine = agreed.filter((e) => made.includes(e.id));
+      expect(Object.fromEntries(mine.map((e) => [e.id, e.failing_now]))).toEqual(expected);
+    } finally {
+      // Deleted even when the test fails: no endpoint of this test stays in the database.
+      await api.sql`delete from api.webhook_endpoints where id in ${api.sql(made)}`;
     }
   });
 

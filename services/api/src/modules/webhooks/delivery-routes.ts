@@ -125,73 +125,75 @@ export const webhookDeliveriesController = (deps: ApiDeps) => {
                 `delivery of the same order waits (order_waits_behind). ${admin}`,
             },
           },
-        )
-        .post(
-          "/replay-missing",
-          async ({ params, body, set, principal }) => {
-            const result = await replayMissing(sql, topology, params.id, body.since);
-            await recordAction(db, logger, {
-              actor: principal.customerId,
-              action: "webhook_endpoint.replay_missing",
-              target: `webhook-endpoint/${params.id}`,
-              detail: { since: body.since, queued: result.queued },
-            });
-            if (result.queued > 0) webhooksDue();
-            set.status = 202;
-            return result;
-          },
-          {
-            auth: "admin",
-            parse: "json",
-            params: endpointParam,
-            body: recoverySince,
-            response: {
-              202: queuedDeliveries,
-              ...problems(400, 401, 403, 404, 413, 415, 429, 503),
-            },
-            detail: {
-              operationId: "replayMissingWebhookDeliveries",
-              summary: "Deliver the events an endpoint never had a delivery for",
-              description:
-                "For every order event since `since` (at most 30 days back, else 400) that the " +
-                "endpoint subscribes to and never had a delivery for — e.g. one that happened " +
-                "while it was disabled — a delivery is made, in event order. A second call " +
-                `queues 0. ${admin}`,
-            },
-          },
-        )
-        .post(
-          "/recover",
-          async ({ params, body, set, principal }) => {
-            const result = await recoverFailed(sql, params.id, body.since);
-            await recordAction(db, logger, {
-              actor: principal.customerId,
-              action: "webhook_endpoint.recover",
-              target: `webhook-endpoint/${params.id}`,
-              detail: { since: body.since, queued: result.queued },
-            });
-            if (result.queued > 0) webhooksDue();
-            set.status = 202;
-            return result;
-          },
-          {
-            auth: "admin",
-            parse: "json",
-            params: endpointParam,
-            body: recoverySince,
-            response: {
-              202: queuedDeliveries,
-              ...problems(400, 401, 403, 404, 413, 415, 429, 503),
-            },
-            detail: {
-              operationId: "recoverWebhookDeliveries",
-              summary: "Attempt again every failed delivery since a time",
-              description:
-                "Every `failed` delivery of the endpoint made since `since` (at most 30 days " +
-                "back, else 400) is attempted again, once, with the same webhook-id. A second " +
-                `call queues 0. ${admin}`,
-            },
-          },
         ),
+    )
+    .use(
+      recoveryRoute(
+        deps,
+        "/replay-missing",
+        "webhook_endpoint.replay_missing",
+        (id, since) => replayMissing(sql, topology, id, since),
+        {
+          operationId: "replayMissingWebhookDeliveries",
+          summary: "Deliver the events an endpoint never had a delivery for",
+          description:
+            "For every order event since `since` (at most 30 days back, else 400) that the " +
+            "endpoint subscribes to and never had a delivery for — e.g. one that happened " +
+            "while it was disabled — a delivery is made, in event order. A second call " +
+            `queues 0. ${admin}`,
+        },
+      ),
+    )
+    .use(
+      recoveryRoute(
+        deps,
+        "/recover",
+        "webhook_endpoint.recover",
+        (id, since) => recoverFailed(sql, id, since),
+        {
+          operationId: "recoverWebhookDeliveries",
+          summary: "Attempt again every failed delivery since a time",
+          description:
+            "Every `failed` delivery of the endpoint made since `since` (at most 30 days " +
+            "back, else 400) is attempted again, once, with the same webhook-id. A second " +
+            `call queues 0. ${admin}`,
+        },
+      ),
     );
 };
+
+/**
+ * H3, V5: `POST /api/webhook-endpoints/{id}<path>` `{"since"}` → 202 `{"queued"}`: `recover`
+ * queues the endpoint's deliveries since `since`; the call is audited as `action` with its actor
+ * and wakes the dispatcher when it queued any. Replay-missing and recover differ only in these.
+ */
+const recoveryRoute = <Path extends "/replay-missing" | "/recover">(
+  deps: ApiDeps,
+  path: Path,
+  action: "webhook_endpoint.replay_missing" | "webhook_endpoint.recover",
+  recover: (endpointId: number, since: string) => Promise<{ queued: number }>,
+  detail: { operationId: string; summary: string; description: string },
+) =>
+  new Elysia({ detail: { tags: ["Webhooks"] } }).use(auth(deps.verifyToken)).post(
+    `/api/webhook-endpoints/:id${path}`,
+    async ({ params, body, set, principal }) => {
+      const result = await recover(params.id, body.since);
+      await recordAction(deps.db, deps.logger, {
+        actor: principal.customerId,
+        action,
+        target: `webhook-endpoint/${params.id}`,
+        detail: { since: body.since, queued: result.queued },
+      });
+      if (result.queued > 0) deps.webhooksDue();
+      set.status = 202;
+      return result;
+    },
+    {
+      auth: "admin",
+      parse: "json",
+      params: endpointParam,
+      body: recoverySince,
+      response: { 202: queuedDeliveries, ...problems(400, 401, 403, 404, 413, 415, 429, 503) },
+      detail,
+    },
+  );

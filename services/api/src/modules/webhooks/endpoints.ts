@@ -5,13 +5,14 @@ import type { Database } from "../../db";
 import { webhookEndpoints } from "../../db/schema";
 import { windowTotal } from "../../lib/list-page";
 import { type AddressPolicy, urlRefusal } from "./address-guard";
+import { failingNow } from "./failing-now";
 import type { EndpointChange, NewEndpoint, WebhookEndpoint } from "./model";
 import { newSecret } from "./signature";
 
 type EndpointRow = typeof webhookEndpoints.$inferSelect;
 
-/** The endpoint as admins see it: never its secret (H7). */
-const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+/** The endpoint as admins see it: never its secret (H7); `failingNow` by `failingNow` (U7). */
+const toEndpoint = (row: EndpointRow, failingNow: boolean): WebhookEndpoint => ({
   id: row.id,
   url: row.url,
   events: row.events,
@@ -19,6 +20,7 @@ const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   status: row.status,
   disabled_reason: row.disabledReason,
   failing_since: row.failingSince?.toISOString() ?? null,
+  failing_now: failingNow,
   created_at: row.createdAt.toISOString(),
 });
 
@@ -42,12 +44,13 @@ export async function createEndpoint(db: Database, body: NewEndpoint, policy: Ad
       secret: newSecret(),
     })
     .returning();
-  return { ...toEndpoint(row), secret: row.secret };
+  // A new endpoint has had no attempt and has no delivery: not failing.
+  return { ...toEndpoint(row, false), secret: row.secret };
 }
 
 export async function listEndpoints(db: Database, paging: PageRequest) {
   const rows = await db
-    .select({ endpoint: webhookEndpoints, total: windowTotal() })
+    .select({ endpoint: webhookEndpoints, failingNow, total: windowTotal() })
     .from(webhookEndpoints)
     .orderBy(desc(webhookEndpoints.id))
     .limit(paging.perPage)
@@ -56,14 +59,17 @@ export async function listEndpoints(db: Database, paging: PageRequest) {
     rows,
     () => db.select({ total: count() }).from(webhookEndpoints),
     paging,
-    ({ endpoint }) => toEndpoint(endpoint),
+    ({ endpoint, failingNow }) => toEndpoint(endpoint, failingNow),
   );
 }
 
 export async function getEndpoint(db: Database, id: number): Promise<WebhookEndpoint> {
-  const [row] = await db.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, id));
+  const [row] = await db
+    .select({ endpoint: webhookEndpoints, failingNow })
+    .from(webhookEndpoints)
+    .where(eq(webhookEndpoints.id, id));
   if (!row) throw new NotFoundError(`Webhook endpoint ${id} does not exist`);
-  return toEndpoint(row);
+  return toEndpoint(row.endpoint, row.failingNow);
 }
 
 /**
@@ -93,9 +99,10 @@ export async function updateEndpoint(
       createdAt: sql`${webhookEndpoints.createdAt}`,
     })
     .where(eq(webhookEndpoints.id, id))
-    .returning();
+    .returning({ id: webhookEndpoints.id });
   if (!row) throw new NotFoundError(`Webhook endpoint ${id} does not exist`);
-  return toEndpoint(row);
+  // Read again: the change (enabling clears the failing streak) decides `failing_now`.
+  return getEndpoint(db, id);
 }
 
 /** H1: the endpoint and its delivery log go. */

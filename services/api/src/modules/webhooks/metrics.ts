@@ -1,5 +1,6 @@
 import type { Sql } from "@commerce/shared/platform/database";
 import type { Metrics } from "@commerce/shared/platform/metrics";
+import { failingNowRule } from "./failing-now";
 
 type Backlog = { endpoint_id: string; pending: number; oldest_seconds: number };
 
@@ -67,8 +68,7 @@ export class WebhookMetrics {
     const health = () =>
       this.sql<{ failing_now: number; disabled: number; pending: number; oldest: number }[]>`
         select
-          count(*) filter (where e.status = 'enabled' and (e.failing_since is not null
-            or p.oldest < now() - interval '5 minutes'))::int as failing_now,
+          count(*) filter (where ${this.sql.unsafe(failingNowRule)})::int as failing_now,
           count(*) filter (where e.status = 'disabled')::int as disabled,
           coalesce(sum(p.pending) filter (where e.status = 'enabled'), 0)::int as pending,
           coalesce(extract(epoch from now() - min(p.oldest) filter (where e.status = 'enabled')),

@@ -39,6 +39,10 @@ export const webhookEndpoint = t.Object(
         description: "The first failed attempt since the last success; null while attempts succeed",
       }),
     ),
+    failing_now: t.Boolean({
+      description:
+        "Enabled, and its last attempt failed (failing_since is set) or a delivery of it has been pending over 5 minutes: the endpoints GET /api/status counts as failing_endpoints",
+    }),
     created_at: t.String({ format: "date-time" }),
   },
   {},
@@ -180,6 +184,7 @@ const endpointExample = {
   status: "enabled",
   disabled_reason: null,
   failing_since: null,
+  failing_now: false,
   created_at: "2026-11-23T14:02:11.482Z",
 };
 // A test event's: the orders.* message ids are spelled in one place only (orders/state/).
