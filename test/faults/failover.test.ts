@@ -3,6 +3,8 @@ import { eventually, freePort, signToken, unique } from "@commerce/testing/basic
 import { ServiceProcess, serviceCommand } from "@commerce/testing/launch";
 import { PatroniCluster } from "@commerce/testing/patroni-cluster";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
+import { loopbackWebhooks } from "@commerce/testing/webhook-endpoints";
+import { startWebhookReceiver, verifyDelivery } from "@commerce/testing/webhook-receiver";
 import postgres from "postgres";
 import { recordFigures } from "./figures";
 import { type Attempt, type Delivery, Provider } from "./provider";
@@ -129,8 +131,27 @@ async function streamThroughFailover(
   await createDatabase(database);
   if (way === "HAProxy") await cluster.waitForHaproxy();
   const url = way === "HAProxy" ? cluster.haproxyUrl(database) : cluster.multiHostUrl(database);
-  const stack = await startStack({ databaseUrl: url });
+  const stack = await startStack({
+    databaseUrl: url,
+    // H3: a short timeout (a lease of 2 + 5 s) and retries a second apart, so a delivery whose
+    // attempt could not be recorded while there was no primary is sent again soon.
+    serviceEnv: {
+      api: {
+        ...loopbackWebhooks,
+        WEBHOOK_TIMEOUT_SECONDS: "2",
+        WEBHOOK_RETRY_SCHEDULE: Array(20).fill("1").join(","),
+      },
+    },
+  });
+  // The warehouse: a receiver subscribed to orders.paid before the stream, answering 200 at once.
+  const warehouse = await startWebhookReceiver();
   try {
+    const endpoint = await stack.callApi("POST", "/api/webhook-endpoints", stack.admin, {
+      url: warehouse.url,
+      events: ["orders.paid"],
+      description: "warehouse",
+    });
+    expect(endpoint.status).toBe(201);
     const orders = await placeOrders(stack, 80);
     // L3 across the failover: a replica whose orders live 4 s (and which sweeps every 4 s) places
     // orders that fall due around the kill; each must be cancelled once, its stock given back once.
@@ -227,13 +248,37 @@ async function streamThroughFailover(
     expect(readBack).toBeDefined();
     expect(figures.writes_back_s).toBeLessThanOrEqual(5);
     expect(figures.reads_back_s).toBeLessThanOrEqual(5);
+
+    // H6 across the failover: the warehouse hears of every paid order at least once, signed, and
+    // a delivery sent again (its attempt not recorded while there was no primary) keeps its
+    // webhook-id, so the receiver can tell it from a new event.
+    const paidIds = orders.map((order) => order.order_id);
+    const heard = await eventually(
+      async () => {
+        const paid = warehouse.received.filter((r) => r.json.type === "orders.paid");
+        const seen = new Set(paid.map((r) => r.json.data.order_id));
+        return paidIds.every((id) => seen.has(id)) ? paid : undefined;
+      },
+      60_000,
+      "every orders.paid delivered to the warehouse",
+    );
+    const idsPerOrder = paidIds.map(
+      (id) => new Set(heard.filter((r) => r.json.data.order_id === id).map((r) => r.id)).size,
+    );
+    console.log(
+      `X2 failover through the ${way}: the warehouse got ${heard.length} orders.paid deliveries for ${paidIds.length} orders`,
+    );
+    expect(idsPerOrder).toEqual(paidIds.map(() => 1));
+    for (const request of heard)
+      expect(verifyDelivery(endpoint.json.secret, request)).toMatchObject({ type: "orders.paid" });
   } finally {
     await stack.stop();
+    await warehouse.close();
   }
 }
 
 describe("X2: PostgreSQL failover (Patroni, synchronous_mode_strict)", () => {
-  test("X2: the primary SIGKILLed mid-stream, services on the multi-host URL: 0 acknowledged lost, 0 paid twice, every 503 accepted on resend, no 500, answers within 2 s, writes and reads back within 5 s of the promotion; orders falling due meanwhile expire once (L3)", async () => {
+  test("X2: the primary SIGKILLed mid-stream, services on the multi-host URL: 0 acknowledged lost, 0 paid twice, every 503 accepted on resend, no 500, answers within 2 s, writes and reads back within 5 s of the promotion; orders falling due meanwhile expire once (L3); a subscribed receiver hears of every paid order, re-sends with the same webhook-id (H6)", async () => {
     await failoverScenario("multi-host URL");
   });
 
