@@ -177,6 +177,7 @@ describe("U3 a failing endpoint", () => {
       await sees(page, "failing");
       await click(page, "button", "Enable endpoint");
       expect(await endpointStatus(id)).toBe("disabled");
+      await fill(page, "textbox", "Note", "Receiver repaired, ticket 7731");
       await click(page, "button", "Confirm");
       await byRole(page, "button", "Disable endpoint");
       expect(await endpointStatus(id)).toBe("enabled");

@@ -223,8 +223,18 @@ describe("U7 H3 a disabled endpoint and Replay missing", () => {
     await click(page, "button", "Disable endpoint");
     await sees(page, "get no delivery at all");
     await sees(page, "Replay missing");
+    // V5: the console asks why; the note is on the audit log with the admin's name.
+    const why = `Warehouse maintenance, ticket ${unique("t")}`;
+    await fill(page, "textbox", "Note", why);
     await click(page, "button", "Confirm");
     await byRole(page, "button", "Enable endpoint");
+    const audit = await con.stack.callApi("GET", "/api/audit?per_page=20", con.stack.admin);
+    expect(
+      audit.json.items.find(
+        (e: { action: string; target: string }) =>
+          e.action === "webhook_endpoint.disable" && e.target === `webhook-endpoint/${id}`,
+      )?.detail,
+    ).toEqual({ note: why });
 
     const order = await con.stack.newOrder(1100);
     await con.stack.notify(succeeded(order));
@@ -233,6 +243,7 @@ describe("U7 H3 a disabled endpoint and Replay missing", () => {
     expect(warehouse.forOrder(order.order_id)).toEqual([]);
 
     await click(page, "button", "Enable endpoint");
+    await fill(page, "textbox", "Note", "Maintenance over");
     await click(page, "button", "Confirm");
     await byRole(page, "button", "Disable endpoint");
     // The date field is labelled; the default (24 h back) covers the time it was disabled.

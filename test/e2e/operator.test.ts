@@ -154,6 +154,60 @@ describe("operator accountability (V5)", () => {
     expect((await call("GET", "/api/audit", undefined, stack.customer)).status).toBe(403);
     expect((await call("GET", "/api/audit?per_page=0")).status).toBe(400);
   });
+
+  test("V5: a note given with an endpoint's disable, enable, replay-missing or recover is kept on its audit entry; a note alone or a bad one is 400 and changes nothing", async () => {
+    const hook = await receiver();
+    const endpoint = await subscribe(hook.url, "noted");
+    const target = `webhook-endpoint/${endpoint.id}`;
+    const path = `/api/webhook-endpoints/${endpoint.id}`;
+    const since = await dbNow();
+    const why = (what: string) => `${what}: warehouse maintenance, ticket ${unique("t")}`;
+    const notes = {
+      disable: why("disable"),
+      enable: why("enable"),
+      replay: why("replay"),
+      recover: why("recover"),
+    };
+    expect((await call("PATCH", path, { status: "disabled", note: notes.disable })).status).toBe(
+      200,
+    );
+    expect((await call("PATCH", path, { status: "enabled", note: notes.enable })).status).toBe(200);
+    expect(
+      (await call("POST", `${path}/replay-missing`, { since, note: notes.replay })).status,
+    ).toBe(202);
+    expect((await call("POST", `${path}/recover`, { since, note: notes.recover })).status).toBe(
+      202,
+    );
+    // Without a note the entry has none, as before.
+    expect((await call("PATCH", path, { description: "noted 2" })).status).toBe(200);
+
+    const before = (await call("GET", "/api/audit?per_page=100")).json.items.filter(
+      (e: { target: string }) => e.target === target,
+    );
+    expect(
+      before.map((e: { action: string; detail: { note?: string } }) => [e.action, e.detail.note]),
+    ).toEqual([
+      ["webhook_endpoint.update", undefined],
+      ["webhook_endpoint.recover", notes.recover],
+      ["webhook_endpoint.replay_missing", notes.replay],
+      ["webhook_endpoint.enable", notes.enable],
+      ["webhook_endpoint.disable", notes.disable],
+      ["webhook_endpoint.create", undefined],
+    ]);
+
+    // A note with no change beside it, an empty note, a control character: 400, nothing moves.
+    const alone = await call("PATCH", path, { note: "only a note" });
+    expect(alone.status).toBe(400);
+    expect(alone.json.errors).toEqual([expect.objectContaining({ path: "/note" })]);
+    for (const note of ["", "bell\u0007"])
+      expect((await call("PATCH", path, { status: "disabled", note })).status).toBe(400);
+    expect((await call("POST", `${path}/recover`, { since, note: "" })).status).toBe(400);
+    expect((await call("GET", path)).json.status).toBe("enabled");
+    const after = (await call("GET", "/api/audit?per_page=100")).json.items.filter(
+      (e: { target: string }) => e.target === target,
+    );
+    expect(after).toHaveLength(before.length);
+  });
 });
 
 describe("guard rails (V6)", () => {

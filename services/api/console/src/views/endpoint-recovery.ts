@@ -41,6 +41,9 @@ function recoveryForm(id: number, kind: Kind) {
     min: localValue(new Date(now.getTime() - maxDaysBack * 24 * 3600_000)),
     max: localValue(now),
   });
+  // V5: an optional note, kept with the admin's name on the audit log.
+  const noteId = `${kind}-note`;
+  const note = h("textarea", { id: noteId, name: "note", rows: 2, maxlength: 1000 });
   const outcome = h("div", { class: "messages", role: "status" });
   return h(
     "form",
@@ -50,7 +53,11 @@ function recoveryForm(id: number, kind: Kind) {
       onsubmit: (event) => {
         event.preventDefault();
         void reportingIn(outcome, async () => {
-          const body = { since: new Date(since.value).toISOString() };
+          const why = note.value.trim();
+          const body = {
+            since: new Date(since.value).toISOString(),
+            ...(why ? { note: why } : {}),
+          };
           const endpoint = endpoints()({ id });
           const { queued } = await answerOf(
             kind === "recover"
@@ -70,6 +77,8 @@ function recoveryForm(id: number, kind: Kind) {
     h("p", { class: "muted" }, words.explains),
     h("label", { for: fieldId }, words.field),
     since,
+    h("label", { for: noteId }, "Note (optional)"),
+    note,
     h("div", { class: "actions" }, h("button", { type: "submit" }, words.button)),
     outcome,
   );

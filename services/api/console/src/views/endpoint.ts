@@ -1,15 +1,15 @@
 import { h, show } from "../dom";
 import { badge, time } from "../format";
 import { answerOf } from "../services";
-import { confirmedAction, empty, link, navigate, reportingIn, table } from "../ui";
+import { empty, link, navigate, notedAction, reportingIn, table } from "../ui";
 import { recoverySection } from "./endpoint-recovery";
 import { retryButton } from "./retry";
 import { endpoints } from "./webhooks";
 
-/** PATCH the endpoint's status (H1), then show it again. */
-const changeStatus = (id: number, status: "enabled" | "disabled") => async () => {
+/** PATCH the endpoint's status with the admin's note (H1, V5: on the audit log), then show it again. */
+const changeStatus = (id: number, status: "enabled" | "disabled") => async (note: string) => {
   await answerOf(
-    endpoints()({ id }).patch({ status }),
+    endpoints()({ id }).patch({ status, note }),
     status === "enabled" ? "Enable endpoint" : "Disable endpoint",
   );
   navigate(`/console/webhooks/${id}`);
@@ -60,17 +60,20 @@ export async function endpointView(id: number, query: URLSearchParams) {
       [h("dt", {}, "Created"), h("dd", {}, time(endpoint.created_at))],
     ),
     // H3: an endpoint the api disabled for failing is repaired here once its receiver is back.
+    // V5: the console asks why; the note is kept with the admin's name on the audit log.
     endpoint.status === "disabled"
-      ? confirmedAction(
+      ? notedAction(
           "Enable endpoint",
-          `Enable endpoint ${id}: its pending deliveries resume. Events of the time it was disabled have no delivery: use “Replay missing” below for them.`,
+          `Enable endpoint ${id}: its pending deliveries resume. Events of the time it was disabled have no delivery: use “Replay missing” below for them. Say why in the note; it is kept in the audit log with your name.`,
           changeStatus(id, "enabled"),
+          "note-endpoint-enabled",
         )
-      : confirmedAction(
+      : notedAction(
           "Disable endpoint",
           // H3: what disabling loses, said before it is done, and how to get it back.
-          `Disable endpoint ${id}: events that happen while it is disabled get no delivery at all, and its pending deliveries wait. After enabling it, use “Replay missing” with the time you disabled it to deliver what it missed.`,
+          `Disable endpoint ${id}: events that happen while it is disabled get no delivery at all, and its pending deliveries wait. After enabling it, use “Replay missing” with the time you disabled it to deliver what it missed. Say why in the note; it is kept in the audit log with your name.`,
           changeStatus(id, "disabled"),
+          "note-endpoint-disabled",
         ),
     recoverySection(id),
     h("h2", {}, "Deliveries"),

@@ -163,7 +163,7 @@ export const webhookDeliveriesController = (deps: ApiDeps) => {
 };
 
 /**
- * H3, V5: `POST /api/webhook-endpoints/{id}<path>` `{"since"}` → 202 `{"queued"}`: `recover`
+ * H3, V5: `POST /api/webhook-endpoints/{id}<path>` `{"since", "note"?}` → 202 `{"queued"}`: `recover`
  * queues the endpoint's deliveries since `since`; the call is audited as `action` with its actor
  * and wakes the dispatcher when it queued any. Replay-missing and recover differ only in these.
  */
@@ -182,7 +182,11 @@ const recoveryRoute = <Path extends "/replay-missing" | "/recover">(
         actor: principal.customerId,
         action,
         target: `webhook-endpoint/${params.id}`,
-        detail: { since: body.since, queued: result.queued },
+        detail: {
+          since: body.since,
+          queued: result.queued,
+          ...(body.note === undefined ? {} : { note: body.note }),
+        },
       });
       if (result.queued > 0) deps.webhooksDue();
       set.status = 202;

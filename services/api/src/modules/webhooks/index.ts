@@ -1,3 +1,4 @@
+import { ValidationError } from "@commerce/shared/platform/errors";
 import { pageRequestOf } from "@commerce/shared/platform/http/paging";
 import { problems, withResponseHeaders } from "@commerce/shared/platform/openapi";
 import { Elysia, t } from "elysia";
@@ -92,21 +93,33 @@ export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue, log
     .patch(
       "/:id",
       async ({ params, body, principal }) => {
-        const endpoint = await updateEndpoint(db, params.id, body, webhooks);
-        if (body.status === "enabled") webhooksDue();
-        const { status, ...fields } = body;
+        const { note, ...change } = body;
+        // A note explains a change; alone it would be kept nowhere.
+        if (note !== undefined && Object.keys(change).length === 0)
+          throw new ValidationError("A note goes with a change of the endpoint", [
+            {
+              path: "/note",
+              message: "note needs a change beside it (status, url, events or description)",
+            },
+          ]);
+        const endpoint = await updateEndpoint(db, params.id, change, webhooks);
+        if (change.status === "enabled") webhooksDue();
+        const { status, ...fields } = change;
+        // V5: the note, when given, is kept with each action it explains.
+        const why = note === undefined ? {} : { note };
         if (Object.keys(fields).length > 0)
           await audit({
             actor: principal.customerId,
             action: "webhook_endpoint.update",
             target: target(params.id),
-            detail: fields,
+            detail: { ...fields, ...why },
           });
         if (status)
           await audit({
             actor: principal.customerId,
             action: status === "enabled" ? "webhook_endpoint.enable" : "webhook_endpoint.disable",
             target: target(params.id),
+            detail: why,
           });
         return endpoint.status === "disabled" ? { ...endpoint, notice: disabledNotice } : endpoint;
       },

@@ -57,6 +57,14 @@ export const createdWebhookEndpoint = t.Composite([
   }),
 ]);
 
+/** V5: why an admin changed an endpoint or replayed its deliveries; kept on the audit log. */
+const actionNote = text(
+  1,
+  1000,
+  "Why (optional): kept with your name on the audit log (GET /api/audit)",
+  { multiline: true, name: "note" },
+);
+
 export const newEndpoint = t.Object(
   { url, events, description: t.Optional(description) },
   { additionalProperties: false },
@@ -73,8 +81,17 @@ export const endpointChange = t.Object(
           "disabled: no delivery is made for an event that happens while it is disabled (replay-missing makes them later); enabled resumes its pending deliveries",
       }),
     ),
+    note: t.Optional(actionNote),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        status: "disabled",
+        note: "Warehouse system down for maintenance until 14:00, ticket 5120",
+      },
+    ],
+  },
 );
 
 /** H3: what disabling means, said in the PATCH's answer, the docs and the console alike. */
@@ -98,8 +115,15 @@ export const recoverySince = t.Object(
       format: "date-time",
       description: "ISO 8601, at most 30 days back",
     }),
+    note: t.Optional(actionNote),
   },
-  { additionalProperties: false, examples: [{ since: "2026-11-22T08:00:00Z" }] },
+  {
+    additionalProperties: false,
+    examples: [
+      { since: "2026-11-22T08:00:00Z" },
+      { since: "2026-11-22T08:00:00Z", note: "The warehouse was disabled during its outage" },
+    ],
+  },
 );
 
 export const queuedDeliveries = t.Object({
