@@ -1,7 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { eventually } from "@commerce/testing/basics";
 import { type ApiHarness, startApi } from "@commerce/testing/in-process";
 import { loopbackWebhooks, webhookEndpoints } from "@commerce/testing/webhook-endpoints";
 import { AttemptRecorder, recordAttempts } from "./attempt-record";
+import { WebhookDispatcher } from "./dispatcher";
 
 // The claims here are made by hand: this api's dispatcher is never started, so every claim and
 // every record below is the test's own, and the rows say what each one did.
@@ -244,5 +246,37 @@ describe("attempt records", () => {
       ...healthy.map((id) => ({ endpoint_id: id, attempts: 1, status: "succeeded" })),
       { endpoint_id: poisoned, attempts: 0, status: "pending" },
     ]);
+  });
+});
+
+describe("stop and start", () => {
+  test("H6, O7: a dispatcher stopped while its next claim waited for its spacing claims again when started again", async () => {
+    const receiver = await endpoints.receiver();
+    const id = await endpoint(receiver.url);
+    const { sql, webhooks, logger } = api.deps;
+    // A poll every 20 ms, and 2 s between claims that find nothing: the first claim finds
+    // nothing, and the poll's next one waits for its spacing when the dispatcher stops.
+    const dispatcher = new WebhookDispatcher(
+      { sql, config: webhooks, logger, metrics: api.service.webhookMetrics },
+      { pollMs: 20, idleClaimSpacingMs: 2_000 },
+    );
+    dispatcher.start();
+    await Bun.sleep(300);
+    await dispatcher.stop();
+    const [created] = await newOrder(id);
+    dispatcher.start();
+    try {
+      const heard = await eventually(
+        async () => (receiver.received.length >= 2 ? receiver.received : undefined),
+        10_000,
+        "both deliveries after the restart",
+      );
+      expect(heard.map((r) => r.id).sort()).toEqual([
+        `order-created-${created.order_id}`,
+        `order-paid-${created.order_id}`,
+      ]);
+    } finally {
+      await dispatcher.stop();
+    }
   });
 });

@@ -62,7 +62,7 @@ export class WebhookDispatcher {
   private readonly recorder: AttemptRecorder;
   /** H10: a NOTIFY of deliveries committed by any replica. */
   private readonly notified: DispatcherWake;
-  private lastClaim = 0;
+  private lastClaim = Number.NEGATIVE_INFINITY;
   private spaced?: Timer;
   private readonly inFlight = new Set<Promise<void>>();
   private timer?: Timer;
@@ -151,7 +151,12 @@ export class WebhookDispatcher {
   async stop(graceMs = 5000) {
     this.stopped = true;
     clearInterval(this.timer);
+    // Forgotten, not only cleared: `kick` waits while `spaced` is set, so a dispatcher started
+    // again after a stop that cut a spaced claim short would never claim again. Started again, it
+    // claims at once.
     clearTimeout(this.spaced);
+    this.spaced = undefined;
+    this.lastClaim = Number.NEGATIVE_INFINITY;
     await this.notified.stop();
     let timer: Timer | undefined;
     await Promise.race([
