@@ -26,6 +26,8 @@ export class DispatcherWake {
   ) {}
 
   start() {
+    // Started again after a stop (as the dispatcher may be), it listens again.
+    this.stopped = false;
     const { sql, logger, onWake } = this.deps;
     // A pool of one (npm start's embedded PGlite) serves one api, so no replica to hear from,
     // and its socket would keep a second connection waiting forever.
