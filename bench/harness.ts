@@ -34,22 +34,30 @@ export const say = (line: string) =>
   console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
 
 /**
- * Creates the `bench` database if it is missing (DATABASE_URL unset), through an admin connection
- * to the server's `postgres` database; the services migrate it when they start.
+ * The URL of database `name` on the bench's PostgreSQL server, created first if it is missing
+ * (through an admin connection to the server's `postgres` database); the services migrate it
+ * when they start.
  */
-export async function ensureDatabase(): Promise<void> {
-  if (process.env.DATABASE_URL) return;
-  const adminUrl = new URL(databaseUrl);
-  adminUrl.pathname = "/postgres";
-  const admin = postgres(adminUrl.toString(), { max: 1, onnotice: () => {} });
+export async function databaseOnServer(name: string): Promise<string> {
+  const url = new URL(databaseUrl);
+  url.pathname = "/postgres";
+  const admin = postgres(url.toString(), { max: 1, onnotice: () => {} });
   try {
-    const [exists] = await admin`select 1 from pg_database where datname = ${benchDatabase}`;
-    if (exists) return;
-    say(`creating database ${benchDatabase}`);
-    await admin.unsafe(`create database ${benchDatabase}`);
+    const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
+    if (!exists) {
+      say(`creating database ${name}`);
+      await admin.unsafe(`create database ${name}`);
+    }
   } finally {
     await admin.end({ timeout: 5 });
   }
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** The `bench` database, created if it is missing, unless DATABASE_URL names another. */
+export async function ensureDatabase(): Promise<void> {
+  if (!process.env.DATABASE_URL) await databaseOnServer(benchDatabase);
 }
 
 /** A fresh directory for one run's logs, data files and results. */

@@ -15,7 +15,7 @@ import { writeFileSync } from "node:fs";
 import { signToken } from "@commerce/testing/basics";
 import postgres from "postgres";
 import {
-  databaseUrl,
+  databaseOnServer,
   launch,
   makeRunDir,
   type Service,
@@ -139,13 +139,7 @@ type Size = { rows: number; api: Service };
 
 /** The size's database, created and loaded unless it already holds the rows; its api started. */
 async function prepare(command: string[], rows: number, runDir: string): Promise<Size> {
-  const name = `scale_bench_${label(rows)}`;
-  const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-  const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
-  if (!exists) await admin.unsafe(`create database ${name}`);
-  await admin.end();
-  const url = new URL(databaseUrl);
-  url.pathname = `/${name}`;
+  const url = new URL(await databaseOnServer(`scale_bench_${label(rows)}`));
   // The api migrates its database at start; the rows go in after.
   const api = await launch(runDir, `api-${label(rows)}`, command, {
     ...serviceEnv(`scale${label(rows)}${process.pid}`),
