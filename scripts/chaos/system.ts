@@ -11,7 +11,7 @@ import postgres from "postgres";
  * (base+60..), each a real process that the chaos run may SIGKILL and start again.
  */
 export class ChaosSystem {
-  cluster: PatroniCluster;
+  readonly cluster: PatroniCluster;
   readonly nats: PrivateNats[] = [];
   readonly apis: ServiceProcess[] = [];
   payments!: ServiceProcess;
@@ -34,15 +34,7 @@ export class ChaosSystem {
   }
 
   async start(): Promise<void> {
-    try {
-      await this.cluster.start();
-    } catch (error) {
-      // On a loaded machine the first node's bootstrap may outlast the harness's minute: once more.
-      console.log(`[chaos] the Patroni cluster did not start (${error}); trying once more`);
-      await this.cluster.stop();
-      this.cluster = new PatroniCluster(this.base);
-      await this.cluster.start();
-    }
+    await this.cluster.start();
     const admin = postgres(this.cluster.multiHostUrl(), { max: 1, onnotice: () => {} });
     await admin.unsafe("create database chaos");
     await admin.end({ timeout: 1 });

@@ -14,7 +14,8 @@ import { placeOrders, settle, tableCounts } from "./support";
 setDefaultTimeout(240_000);
 
 const cluster = new PatroniCluster();
-beforeAll(() => cluster.start(), 120_000);
+// Up to two tries of a start (PatroniCluster.start), each a few minutes at most.
+beforeAll(() => cluster.start(), 360_000);
 afterAll(() => cluster.stop());
 
 /** A database of the scenario's own on the cluster, so its table counts are its own. */

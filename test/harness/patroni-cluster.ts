@@ -1,5 +1,16 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eventually } from "./basics";
@@ -11,8 +22,12 @@ import { eventually } from "./basics";
  * `patroni`, `etcd-server` and `haproxy` packages; `.ci/run` installs them when missing.
  *
  * Every port is fixed from `base` (etcd base, base+1; node i: PostgreSQL base+10+i, REST
- * base+20+i; HAProxy base+30), so a cluster's ports are known before it starts. Patroni runs as
- * the `postgres` OS user (PostgreSQL refuses root), spawned with its uid/gid so its pid stays ours.
+ * base+20+i; HAProxy base+30), so a cluster's ports are known once it has started. The default
+ * base is below Linux's ephemeral range (32768–60999), where no other harness's free port or
+ * outgoing connection lands; a base with a port taken (a node left over from a killed run) is
+ * moved up by 100. Patroni runs as the `postgres` OS user (PostgreSQL refuses root), spawned with
+ * its uid/gid so its pid stays ours. Each process writes to a log in the cluster's folder, and a
+ * start that fails says what they wrote.
  */
 export type Member = {
   name: string;
@@ -30,15 +45,31 @@ function postgresIds(): { uid: number; gid: number } {
   return { uid: Number(id("-u")), gid: Number(id("-g")) };
 }
 
+/** Whether nothing listens on 127.0.0.1:`port`. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/** The last `lines` lines of a log file, or nothing if it is not there. */
+function tail(file: string, lines = 15): string {
+  if (!existsSync(file)) return "";
+  const text = readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  return text ? `--- ${file}\n${text}\n` : "";
+}
+
 export class PatroniCluster {
-  readonly dir = mkdtempSync(join(tmpdir(), "patroni-"));
-  readonly scope = `x2${Date.now().toString(36)}`;
+  dir = mkdtempSync(join(tmpdir(), "patroni-"));
+  scope = `x2${Date.now().toString(36)}`;
   readonly names = ["n1", "n2", "n3"];
   private readonly patroni = new Map<string, ChildProcess>();
   private etcd?: ChildProcess;
   private haproxy?: ChildProcess;
 
-  constructor(readonly base = 47100) {}
+  constructor(public base = 27100) {}
 
   private pgPort = (name: string) => this.base + 10 + this.names.indexOf(name);
   private restPort = (name: string) => this.base + 20 + this.names.indexOf(name);
@@ -135,20 +166,67 @@ export class PatroniCluster {
     writeFileSync(file, this.config(name));
     chownSync(node, uid, gid);
     chownSync(file, uid, gid);
+    const log = openSync(join(node, "out.log"), "a");
     const child = spawn("patroni", [file], {
       uid,
       gid,
       cwd: node,
       env: { PATH: process.env.PATH, HOME: node, LANG: "C.UTF-8" },
-      stdio: ["ignore", "ignore", "ignore"],
+      stdio: ["ignore", log, log],
     });
+    closeSync(log);
     this.patroni.set(name, child);
   }
 
+  /**
+   * Starts the cluster and waits until it is healthy. A first node's bootstrap can outlast its
+   * minute on a loaded machine: a start that fails is tried once more from nothing, on ports
+   * checked free again; a second failure throws with the tail of every process's log.
+   */
   async start(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.choosePorts();
+        await this.startOnce();
+        return;
+      } catch (error) {
+        const logs = this.logTails();
+        await this.stop();
+        if (attempt === 2) throw new Error(`the Patroni cluster did not start: ${error}\n${logs}`);
+        console.log(`[patroni] the cluster did not start (${error}); once more\n${logs}`);
+        this.dir = mkdtempSync(join(tmpdir(), "patroni-"));
+        this.scope = `x2${Date.now().toString(36)}`;
+      }
+    }
+  }
+
+  private ports(): number[] {
+    const nodes = this.names.flatMap((name) => [this.pgPort(name), this.restPort(name)]);
+    return [this.base, this.base + 1, ...nodes, this.haproxyPort];
+  }
+
+  /** Moves `base` up by 100 until every port of the cluster is free (ten tries). */
+  private async choosePorts(): Promise<void> {
+    for (let tries = 0; tries < 10; tries++, this.base += 100) {
+      const free = await Promise.all(this.ports().map(portFree));
+      if (free.every(Boolean)) return;
+    }
+    throw new Error(`no free ports for a Patroni cluster up to base ${this.base}`);
+  }
+
+  private logTails(): string {
+    const files = [join(this.dir, "etcd.log"), join(this.dir, "haproxy.log")];
+    for (const name of this.names) {
+      files.push(join(this.dir, name, "out.log"), join(this.dir, name, "patroni.log"));
+    }
+    return files.map((file) => tail(file)).join("");
+  }
+
+  private async startOnce(): Promise<void> {
     chownSync(this.dir, postgresIds().uid, postgresIds().gid);
     const peer = `http://127.0.0.1:${this.base + 1}`;
     const client = `http://127.0.0.1:${this.base}`;
+    const etcdLog = openSync(join(this.dir, "etcd.log"), "a");
     this.etcd = spawn(
       "etcd",
       [
@@ -160,8 +238,12 @@ export class PatroniCluster {
         `--initial-advertise-peer-urls=${peer}`,
         `--initial-cluster=e1=${peer}`,
       ],
-      { stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, ETCD_UNSUPPORTED_ARCH: "" } },
+      {
+        stdio: ["ignore", etcdLog, etcdLog],
+        env: { ...process.env, ETCD_UNSUPPORTED_ARCH: "" },
+      },
     );
+    closeSync(etcdLog);
     await eventually(
       () =>
         fetch(`${client}/health`)
@@ -215,7 +297,9 @@ export class PatroniCluster {
       .join("\n");
     const file = join(this.dir, "haproxy.cfg");
     writeFileSync(file, haproxyConfig(this.haproxyPort, servers));
-    this.haproxy = spawn("haproxy", ["-db", "-f", file], { stdio: ["ignore", "ignore", "ignore"] });
+    const log = openSync(join(this.dir, "haproxy.log"), "a");
+    this.haproxy = spawn("haproxy", ["-db", "-f", file], { stdio: ["ignore", log, log] });
+    closeSync(log);
   }
 
   /** The members as any living node's REST API reports them. */
@@ -356,6 +440,7 @@ export class PatroniCluster {
 
   async stop(): Promise<void> {
     this.haproxy?.kill("SIGKILL");
+    this.haproxy = undefined;
     for (const [name, child] of this.patroni) {
       child.kill("SIGKILL");
       try {
@@ -366,7 +451,9 @@ export class PatroniCluster {
         if (pid > 0) process.kill(pid, "SIGQUIT");
       } catch {}
     }
+    this.patroni.clear();
     this.etcd?.kill("SIGKILL");
+    this.etcd = undefined;
     await Bun.sleep(500);
     rmSync(this.dir, { recursive: true, force: true });
   }
