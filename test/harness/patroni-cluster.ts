@@ -469,6 +469,7 @@ export const haproxyConfig = (port: number, servers: string) => `global
 
 defaults
   mode tcp
+  retries 1
   timeout connect 1s
   timeout client 30m
   timeout server 30m
@@ -478,6 +479,6 @@ listen postgres_primary
   bind 127.0.0.1:${port}
   option httpchk GET /primary
   http-check expect status 200
-  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
+  default-server inter 1s fastinter 250ms fall 2 rise 1 on-marked-down shutdown-sessions
 ${servers}
 `;
