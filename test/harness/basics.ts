@@ -31,8 +31,9 @@ export async function eventually<T>(
   }
 }
 
-// One way to find a port in the repo: `npm start`'s, which the tests and the bench use too.
-export { freePort } from "../../scripts/start/probes";
+// One way to find a free port, and to see that one is taken, in the repo: `npm start`'s, which the
+// tests and the bench use too.
+export { answers, freePort } from "../../scripts/start/probes";
 
 export type Claims = {
   sub?: string;

@@ -10,10 +10,9 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eventually } from "./basics";
+import { answers, eventually } from "./basics";
 
 /**
  * X2: a PostgreSQL cluster managed by Patroni on loopback, for the failover tests and the chaos
@@ -43,15 +42,6 @@ const binDir = "/usr/lib/postgresql/15/bin";
 function postgresIds(): { uid: number; gid: number } {
   const id = (flag: string) => Bun.spawnSync(["id", flag, "postgres"]).stdout.toString().trim();
   return { uid: Number(id("-u")), gid: Number(id("-g")) };
-}
-
-/** Whether nothing listens on 127.0.0.1:`port`. */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
 }
 
 /** The last `lines` lines of a log file, or nothing if it is not there. */
@@ -208,8 +198,10 @@ export class PatroniCluster {
   /** Moves `base` up by 100 until every port of the cluster is free (ten tries). */
   private async choosePorts(): Promise<void> {
     for (let tries = 0; tries < 10; tries++, this.base += 100) {
-      const free = await Promise.all(this.ports().map(portFree));
-      if (free.every(Boolean)) return;
+      const taken = await Promise.all(
+        this.ports().map((port) => answers({ host: "127.0.0.1", port })),
+      );
+      if (!taken.some(Boolean)) return;
     }
     throw new Error(`no free ports for a Patroni cluster up to base ${this.base}`);
   }
