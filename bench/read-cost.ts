@@ -5,7 +5,7 @@
  * frame of its stack that belongs to one. Also the api's CPU per request (from /proc, not the
  * profile), which is what the read rows of `npm run bench` compare with the floor.
  *
- *   npx bun bench/read-cost.ts product|list [seconds] [api|floor]   # DATABASE_URL or the bench's
+ *   npx bun bench/read-cost.ts product|list [seconds] [api|floor|binary]   # DATABASE_URL or the bench's
  *     database (`bench`), migrated by an `npm run bench` before
  *   READ_COST_ENV='LOG_LEVEL=warn RATE_LIMIT_RPS=0' npx bun bench/read-cost.ts product   # ablations
  *   READ_COST_PROFILE=0 ...    # CPU per request alone, without the profiler's own cost
@@ -44,12 +44,16 @@ await sql.end();
 const launched = performance.now();
 const api = await launch({
   name: "api",
-  command: [
-    process.execPath,
-    "--no-env-file",
-    ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []),
-    target === "floor" ? "bench/floor.ts" : "services/api/src/main.ts",
-  ],
+  // `binary`: the compiled api of `npm run build`, as `npm run bench` runs it (no profile).
+  command:
+    target === "binary"
+      ? ["dist/api"]
+      : [
+          process.execPath,
+          "--no-env-file",
+          ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []),
+          target === "floor" ? "bench/floor.ts" : "services/api/src/main.ts",
+        ],
   env: {
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,

@@ -19,6 +19,7 @@ import { ordersController } from "./modules/orders";
 import { orderBodyShapes } from "./modules/orders/model";
 import { outboxController } from "./modules/outbox";
 import { productsController } from "./modules/products";
+import { hotReads } from "./modules/products/hot-reads";
 import { reviewsController } from "./modules/reviews";
 import { statusController } from "./modules/status";
 import { webhooksController } from "./modules/webhooks";
@@ -43,7 +44,13 @@ the RateLimit-Policy and RateLimit headers say how much is left.`;
 export function createApp(deps: ApiDeps) {
   // E4: a served path asked with another method is 405, from this app's own routes.
   const routes = new RouteMethods();
-  const app = new Elysia({ normalize: false })
+  const app = new Elysia({
+    normalize: false,
+    // Issue 30: the catalogue's two hot reads, for a plain request, without Elysia's pipeline.
+    serve: {
+      routes: hotReads(deps, (request): Response | Promise<Response> => app.fetch(request)),
+    },
+  })
     .use(requestLog(deps))
     .use(problemErrors({ ...deps, routes }))
     // E4: headers over the service's limit are its own 431 problem+json.

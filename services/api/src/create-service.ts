@@ -72,6 +72,7 @@ export async function createService(
     metrics: core.metrics,
     tracer: core.tracer,
     readiness: core.readiness,
+    migrated: core.migrated,
     metricsToken: config.metricsToken,
     outboxWritten: eventsWritten,
     deadOutbox: (limit) => relay.deadList(limit),

@@ -112,6 +112,8 @@ export async function openServiceCore(
     nats,
     relay,
     readiness,
+    /** X2: whether the migrations are applied (`start` answers 503 until they are). */
+    migrated: () => migrations.done,
 
     /**
      * Listens on `config.host`:`config.port` (N12); once the migrations are applied (at once,

@@ -77,9 +77,33 @@ export function pathnameOf(url: string): string {
   return /%|\\|\/\.|\s/.test(path) ? new URL(url).pathname : path;
 }
 
+/** The token of a request's `Authorization: Bearer` header, if it has a well-formed one. */
+export const bearerTokenOf = (request: Request): string | undefined =>
+  request.headers.get("authorization")?.match(bearerHeader)?.[1];
+
+type Headers = Record<string, string | number> | object;
+
 // One map for every copy of the plugin: the copy that verifies a request may not be the copy
 // whose macro resolves it (each controller `use`s the plugin for its macro).
 const principals = new WeakMap<Request, Principal>();
+
+/**
+ * A verified caller let in: `onVerified` (the api's budget, which may throw 429), the response's
+ * headers for that caller whatever it threw, and the caller kept for the route's `auth` macro.
+ */
+export function admitCaller(
+  { onVerified, responseHeaders }: Pick<BearerAuthOptions, "onVerified" | "responseHeaders">,
+  request: Request,
+  headers: Headers,
+  principal: Principal,
+): void {
+  try {
+    onVerified?.(principal);
+  } finally {
+    if (responseHeaders) Object.assign(headers, responseHeaders(principal));
+  }
+  principals.set(request, principal);
+}
 
 /**
  * Bearer auth (A1-A5, V3). The token is checked when the request arrives, before its body is
@@ -89,17 +113,10 @@ const principals = new WeakMap<Request, Principal>();
  * protected paths answer 503.
  */
 export function bearerAuth(verify: TokenVerifier | undefined, options: BearerAuthOptions) {
-  const { realm, protects, onVerified, responseHeaders, onArrival, onRejected } = options;
-  type Headers = Record<string, string | number> | object;
+  const { realm, protects, responseHeaders, onArrival, onRejected } = options;
 
-  const admit = (request: Request, headers: Headers, principal: Principal) => {
-    try {
-      onVerified?.(principal);
-    } finally {
-      if (responseHeaders) Object.assign(headers, responseHeaders(principal));
-    }
-    principals.set(request, principal);
-  };
+  const admit = (request: Request, headers: Headers, principal: Principal) =>
+    admitCaller(options, request, headers, principal);
 
   const verifyNow = async (
     request: Request,
@@ -130,16 +147,16 @@ export function bearerAuth(verify: TokenVerifier | undefined, options: BearerAut
         const socketIp = () => server?.requestIP(request)?.address;
         onArrival?.(request, socketIp(), set.headers as Record<string, string | number>);
         if (!verify) throw new AuthNotConfiguredError();
-        const match = request.headers.get("authorization")?.match(bearerHeader);
-        if (!match) {
+        const token = bearerTokenOf(request);
+        if (!token) {
           onRejected?.(request, socketIp());
           throw new UnauthorizedError("An Authorization: Bearer token is required", {
             "www-authenticate": bearerChallenge(realm),
           });
         }
-        const known = verify.remembered?.(match[1]);
+        const known = verify.remembered?.(token);
         if (known) return admit(request, set.headers, known);
-        return verifyNow(request, set.headers, match[1], socketIp);
+        return verifyNow(request, set.headers, token, socketIp);
       })
       .macro({
         auth: (role: "customer" | "admin") => ({

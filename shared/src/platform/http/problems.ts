@@ -33,59 +33,77 @@ function validationProblem(error: ElysiaValidationError): ValidationError {
 }
 
 /**
- * Every error, thrown or Elysia's own, answered as problem+json (E1-E4). With `routes`, a path
- * that is served, asked with a method it is not served with, is 405 with `Allow` (E4).
+ * The problem an error is answered with (E1-E4): an HttpError as it is, Elysia's own errors
+ * (`code`) in words, an unavailable database 503, anything else 500. The last two are logged with
+ * the request's fields, without the error's text reaching the answer. With `routes`, a path that
+ * is served, asked with a method it is not served with, is 405 with `Allow` (E4).
  */
-export function problemErrors({ logger, routes }: { logger: Logger; routes?: RouteMethods }) {
+export function problemOf(
+  error: unknown,
+  code: unknown,
+  request: Request,
+  { logger, routes }: { logger: Logger; routes?: RouteMethods },
+): HttpError {
+  // A parser's own error (413, 415, 400) arrives wrapped in Elysia's ParseError.
+  const cause = code === "PARSE" ? (error as Error).cause : undefined;
+  if (error instanceof HttpError) return error;
+  if (cause instanceof HttpError) return cause;
+  if (code === "VALIDATION") return validationProblem(error as ElysiaValidationError);
+  if (code === "PARSE") return new ValidationError("The request body is not valid JSON");
+  if (code === "NOT_FOUND") {
+    const allowed = routes?.allowed(new URL(request.url).pathname) ?? [];
+    return allowed.length
+      ? new MethodNotAllowedError(request.method, allowed)
+      : new NotFoundError("No such route");
+  }
+  if (databaseUnavailable(error)) {
+    logger.error("dependency unavailable", {
+      ...requestLogFields(request),
+      ...describeError(error),
+    });
+    return new UnavailableError();
+  }
+  logger.error("unexpected error", { ...requestLogFields(request), ...describeError(error) });
+  return new HttpError(500, "Internal Server Error", "An unexpected error occurred");
+}
+
+/**
+ * A problem's answer: with the request's own headers (id, trace), and those a plugin set for
+ * every response (the rate limit's, CORS), which survive the error answer too.
+ */
+export function problemAnswer(
+  problem: HttpError,
+  request: Request,
+  headers: Record<string, unknown>,
+): Response {
+  const kept = responseHeadersOf(request);
+  for (const name of [
+    "ratelimit-policy",
+    "ratelimit",
+    "access-control-allow-origin",
+    "access-control-expose-headers",
+    "vary",
+  ]) {
+    const value = headers[name];
+    if (typeof value === "string") kept[name] = value;
+  }
+  return problemResponse(problem, kept);
+}
+
+/** Every error, thrown or Elysia's own, answered as problem+json (`problemOf`, `problemAnswer`). */
+export function problemErrors(deps: { logger: Logger; routes?: RouteMethods }) {
   return new Elysia({ name: "problem-errors" }).onError(
     { as: "global" },
     ({ code, error, request, set }) => {
-      let problem: HttpError;
-      // A parser's own error (413, 415, 400) arrives wrapped in Elysia's ParseError.
-      const cause = code === "PARSE" ? (error as Error).cause : undefined;
-      if (error instanceof HttpError) problem = error;
-      else if (cause instanceof HttpError) problem = cause;
-      else if (code === "VALIDATION") problem = validationProblem(error as ElysiaValidationError);
-      else if (code === "PARSE")
-        problem = new ValidationError("The request body is not valid JSON");
-      else if (code === "NOT_FOUND") {
-        const allowed = routes?.allowed(new URL(request.url).pathname) ?? [];
-        problem = allowed.length
-          ? new MethodNotAllowedError(request.method, allowed)
-          : new NotFoundError("No such route");
-      } else if (databaseUnavailable(error)) {
-        logger.error("dependency unavailable", {
-          ...requestLogFields(request),
-          ...describeError(error),
-        });
-        problem = new UnavailableError();
-      } else {
-        logger.error("unexpected error", {
-          ...requestLogFields(request),
-          ...describeError(error),
-        });
-        problem = new HttpError(500, "Internal Server Error", "An unexpected error occurred");
-      }
+      const problem = problemOf(error, code, request, deps);
       if (problem instanceof ClientClosedError)
-        logger.info("client_closed", {
+        deps.logger.info("client_closed", {
           ...requestLogFields(request),
           method: request.method,
           path: new URL(request.url).pathname,
         });
       set.status = problem.status;
-      const kept = responseHeadersOf(request);
-      // Headers a plugin set for every response (the rate limit's, CORS) survive the error answer too.
-      for (const name of [
-        "ratelimit-policy",
-        "ratelimit",
-        "access-control-allow-origin",
-        "access-control-expose-headers",
-        "vary",
-      ]) {
-        const value = set.headers[name];
-        if (typeof value === "string") kept[name] = value;
-      }
-      return problemResponse(problem, kept);
+      return problemAnswer(problem, request, set.headers);
     },
   );
 }

@@ -39,61 +39,78 @@ export function responseHeadersOf(request: Request): Record<string, string> {
   };
 }
 
+type RequestLogDeps = { logger: Logger; metrics: Metrics; tracer: Tracer };
+
 /**
- * Request ids (O5) and the request's span (O8: the caller's `traceparent` continued, or a new
- * trace; an invalid one is ignored, never a 400), then one JSON log line, one metric sample and
- * the span's end per request (O3, O6). Registered once, on the outermost app.
+ * O5, O8: a request's id (the caller's `X-Request-Id` when sane, else a new one) and its span (the
+ * caller's `traceparent` continued, or a new trace; an invalid one is ignored, never a 400), kept
+ * for its log fields and written into the headers it will answer with.
  */
-export function requestLog({
-  logger,
-  metrics,
-  tracer,
-}: {
-  logger: Logger;
-  metrics: Metrics;
-  tracer: Tracer;
-}) {
-  return new Elysia({ name: "request-log" })
-    .onRequest(({ request, set }) => {
-      const sent = request.headers.get("x-request-id");
-      const id = sent && saneRequestId.test(sent) ? sent : crypto.randomUUID();
-      const span = tracer.startSpan(request.method, {
-        parent: parseTraceparent(request.headers.get("traceparent")),
-        kind: "server",
-      });
-      requestMeta.set(request, { id, startedAt: performance.now(), span });
-      set.headers["x-request-id"] = id;
-      set.headers.traceparent = formatTraceparent(span.context);
-    })
-    .onAfterResponse({ as: "global" }, ({ request, route: routeOf, set }) => {
-      const meta = requestMeta.get(request);
-      if (!meta) return;
-      const seconds = (performance.now() - meta.startedAt) / 1000;
-      const status = typeof set.status === "number" ? set.status : 200;
-      const route = routeOf || "unmatched";
-      metrics.http.record(request.method, route, status, seconds);
-      // Fields written out, not spread: this line is written for every request.
-      const context = meta.span.context;
-      logger.info("request", {
-        request_id: meta.id,
-        trace_id: context.traceId,
-        span_id: context.spanId,
-        method: request.method,
-        route,
-        status,
-        duration_ms: Math.round(seconds * 100_000) / 100,
-      });
-      const { span } = meta;
-      if (span.recording) {
-        if (routeOf) span.rename(`${request.method} ${routeOf}`);
-        span.set({
-          "http.request.method": request.method,
-          "http.route": route,
-          "http.response.status_code": status,
-          "request.id": meta.id,
-        });
-        if (status >= 500) span.fail();
-      }
-      span.end();
+export function beginRequest(
+  tracer: Tracer,
+  request: Request,
+  headers: Record<string, string | number>,
+): void {
+  const sent = request.headers.get("x-request-id");
+  const id = sent && saneRequestId.test(sent) ? sent : crypto.randomUUID();
+  const span = tracer.startSpan(request.method, {
+    parent: parseTraceparent(request.headers.get("traceparent")),
+    kind: "server",
+  });
+  requestMeta.set(request, { id, startedAt: performance.now(), span });
+  headers["x-request-id"] = id;
+  headers.traceparent = formatTraceparent(span.context);
+}
+
+/**
+ * O3, O6, O8: once a request begun by `beginRequest` is answered, one metric sample, one JSON log
+ * line and the span's end. `routeOf` is the route's template (`/api/products/:id`), none when no
+ * route matched.
+ */
+export function endRequest(
+  { logger, metrics }: Omit<RequestLogDeps, "tracer">,
+  request: Request,
+  routeOf: string | undefined,
+  status: number,
+): void {
+  const meta = requestMeta.get(request);
+  if (!meta) return;
+  const seconds = (performance.now() - meta.startedAt) / 1000;
+  const route = routeOf || "unmatched";
+  metrics.http.record(request.method, route, status, seconds);
+  // Fields written out, not spread: this line is written for every request.
+  const context = meta.span.context;
+  logger.info("request", {
+    request_id: meta.id,
+    trace_id: context.traceId,
+    span_id: context.spanId,
+    method: request.method,
+    route,
+    status,
+    duration_ms: Math.round(seconds * 100_000) / 100,
+  });
+  const { span } = meta;
+  if (span.recording) {
+    if (routeOf) span.rename(`${request.method} ${routeOf}`);
+    span.set({
+      "http.request.method": request.method,
+      "http.route": route,
+      "http.response.status_code": status,
+      "request.id": meta.id,
     });
+    if (status >= 500) span.fail();
+  }
+  span.end();
+}
+
+/**
+ * `beginRequest` when each request arrives and `endRequest` once it is answered, as Elysia hooks.
+ * Registered once, on the outermost app.
+ */
+export function requestLog(deps: RequestLogDeps) {
+  return new Elysia({ name: "request-log" })
+    .onRequest(({ request, set }) => beginRequest(deps.tracer, request, set.headers))
+    .onAfterResponse({ as: "global" }, ({ request, route, set }) =>
+      endRequest(deps, request, route, typeof set.status === "number" ? set.status : 200),
+    );
 }

@@ -1,9 +1,23 @@
-import { bearerAuth } from "@commerce/shared/platform/auth/bearer-auth";
+import {
+  admitCaller,
+  type BearerAuthOptions,
+  bearerAuth,
+  bearerTokenOf,
+} from "@commerce/shared/platform/auth/bearer-auth";
 
 export { bearerSecurity } from "@commerce/shared/platform/auth/bearer-auth";
 
-import type { TokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
+import type { Principal, TokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
 import { clientIp, type RateLimiter, rateLimitKey } from "@commerce/shared/platform/rate-limit";
+
+/** What letting a verified caller in means on the api: its request budget and its quota headers. */
+const admission = (
+  limiter?: RateLimiter,
+): Pick<BearerAuthOptions, "onVerified" | "responseHeaders"> => ({
+  onVerified: limiter && ((principal) => limiter.take(principal.customerId)),
+  // The quota on every /api response; what is left once the caller is known.
+  responseHeaders: limiter && ((principal) => limiter.headers(principal?.customerId)),
+});
 
 /**
  * The api's bearer auth (A1-A5): every `/api/*` route needs a token (`shared/src/platform/auth/`), and
@@ -18,12 +32,29 @@ export const auth = (
   bearerAuth(verify, {
     realm: "api",
     protects: (pathname) => pathname.startsWith("/api/"),
-    onVerified: limiter && ((principal) => limiter.take(principal.customerId)),
+    ...admission(limiter),
     // N11: requests without a valid token have no subject to count against: their address pays.
     onRejected:
       rejected &&
       ((request, socketIp) =>
         rejected.limiter.take(rateLimitKey(clientIp(request, socketIp, rejected.trustProxy)))),
-    // The quota on every /api response; what is left once the caller is known.
-    responseHeaders: limiter && ((principal) => limiter.headers(principal?.customerId)),
   });
+
+/**
+ * The caller of a request whose token was verified before and is still remembered (A5), for a
+ * route served outside Elysia (`products/hot-reads.ts`): `find` has no effect, `admit` does what
+ * `auth` does for such a caller (the quota headers, the budget, which throws 429 when spent).
+ */
+export function rememberedCallers(verify: TokenVerifier, limiter?: RateLimiter) {
+  const options = admission(limiter);
+  return {
+    find: (request: Request): Principal | undefined => {
+      const token = bearerTokenOf(request);
+      return token === undefined ? undefined : verify.remembered?.(token);
+    },
+    admit(request: Request, headers: Record<string, string | number>, principal: Principal) {
+      if (options.responseHeaders) Object.assign(headers, options.responseHeaders());
+      admitCaller(options, request, headers, principal);
+    },
+  };
+}
