@@ -1,7 +1,7 @@
 import { bodyInt, urlInt } from "./fields";
 
 /** Product ids are PostgreSQL `serial`s; order ids are `bigint` identities. */
-const maxProductId = 2147483647;
+export const maxProductId = 2147483647;
 
 export const productIdParam = (name: string) => urlInt("path", name, 1, maxProductId);
 export const productIdField = bodyInt(1, maxProductId);

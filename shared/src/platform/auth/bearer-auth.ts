@@ -81,7 +81,8 @@ export function pathnameOf(url: string): string {
 export const bearerTokenOf = (request: Request): string | undefined =>
   request.headers.get("authorization")?.match(bearerHeader)?.[1];
 
-type Headers = Record<string, string | number> | object;
+/** A response's headers as Elysia keeps them (`set.headers`), or a plain record. */
+type HeaderFields = Record<string, string | number> | object;
 
 // One map for every copy of the plugin: the copy that verifies a request may not be the copy
 // whose macro resolves it (each controller `use`s the plugin for its macro).
@@ -94,7 +95,7 @@ const principals = new WeakMap<Request, Principal>();
 export function admitCaller(
   { onVerified, responseHeaders }: Pick<BearerAuthOptions, "onVerified" | "responseHeaders">,
   request: Request,
-  headers: Headers,
+  headers: HeaderFields,
   principal: Principal,
 ): void {
   try {
@@ -115,12 +116,12 @@ export function admitCaller(
 export function bearerAuth(verify: TokenVerifier | undefined, options: BearerAuthOptions) {
   const { realm, protects, responseHeaders, onArrival, onRejected } = options;
 
-  const admit = (request: Request, headers: Headers, principal: Principal) =>
+  const admit = (request: Request, headers: HeaderFields, principal: Principal) =>
     admitCaller(options, request, headers, principal);
 
   const verifyNow = async (
     request: Request,
-    headers: Headers,
+    headers: HeaderFields,
     token: string,
     socketIp: () => string | undefined,
   ) => {

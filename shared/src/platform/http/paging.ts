@@ -1,10 +1,13 @@
 import { t } from "elysia";
 import { integer, urlInt } from "./fields";
 
+export const maxPage = 1_000_000;
+export const maxPerPage = 100;
+
 /** `page` and `per_page` as P1 defines them; every paginated list of both services takes them. */
 export const pageQuery = {
-  page: t.Optional(urlInt("query", "page", 1, 1_000_000, { default: 1 })),
-  per_page: t.Optional(urlInt("query", "per_page", 1, 100, { default: 20 })),
+  page: t.Optional(urlInt("query", "page", 1, maxPage, { default: 1 })),
+  per_page: t.Optional(urlInt("query", "per_page", 1, maxPerPage, { default: 20 })),
 };
 
 const pageFields = <T extends Parameters<typeof t.Array>[0]>(item: T) => ({

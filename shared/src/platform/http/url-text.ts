@@ -11,15 +11,24 @@ const decoded = (part: string, plusIsSpace: boolean): string | undefined => {
   }
 };
 
+/**
+ * The path and query string of an absolute request URL as sent, neither decoded; `query` is
+ * undefined when there is no `?`.
+ */
+export function requestTarget(url: string): { path: string; query: string | undefined } {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const target = start < 0 ? "/" : url.slice(start);
+  const hash = target.indexOf("#");
+  const withoutHash = hash < 0 ? target : target.slice(0, hash);
+  const mark = withoutHash.indexOf("?");
+  return mark < 0
+    ? { path: withoutHash, query: undefined }
+    : { path: withoutHash.slice(0, mark), query: withoutHash.slice(mark + 1) };
+}
+
 /** What is wrong with a request's path and query text (N9), one entry per offending part. */
 export function urlTextErrors(url: string): FieldError[] {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  const pathAndQuery = start < 0 ? "/" : url.slice(start);
-  const hash = pathAndQuery.indexOf("#");
-  const withoutHash = hash < 0 ? pathAndQuery : pathAndQuery.slice(0, hash);
-  const mark = withoutHash.indexOf("?");
-  const path = mark < 0 ? withoutHash : withoutHash.slice(0, mark);
-  const query = mark < 0 ? "" : withoutHash.slice(mark + 1);
+  const { path, query } = requestTarget(url);
   const errors: FieldError[] = [];
   const text = decoded(path, false);
   if (text === undefined || !isCleanText(text))

@@ -43,7 +43,8 @@ export const auth = (
 /**
  * The caller of a request whose token was verified before and is still remembered (A5), for a
  * route served outside Elysia (`products/hot-reads.ts`): `find` has no effect, `admit` does what
- * `auth` does for such a caller (the quota headers, the budget, which throws 429 when spent).
+ * `auth` does for such a caller (the budget, which throws 429 when spent, and the caller's quota
+ * headers, which include the policy the hook sets before the caller is known).
  */
 export function rememberedCallers(verify: TokenVerifier, limiter?: RateLimiter) {
   const options = admission(limiter);
@@ -52,9 +53,7 @@ export function rememberedCallers(verify: TokenVerifier, limiter?: RateLimiter) 
       const token = bearerTokenOf(request);
       return token === undefined ? undefined : verify.remembered?.(token);
     },
-    admit(request: Request, headers: Record<string, string | number>, principal: Principal) {
-      if (options.responseHeaders) Object.assign(headers, options.responseHeaders());
-      admitCaller(options, request, headers, principal);
-    },
+    admit: (request: Request, headers: Record<string, string>, principal: Principal) =>
+      admitCaller(options, request, headers, principal),
   };
 }

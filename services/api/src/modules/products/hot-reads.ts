@@ -1,9 +1,16 @@
 import { hasBody } from "@commerce/shared/platform/http/body";
-import type { PageRequest } from "@commerce/shared/platform/http/paging";
+import {
+  maxPage,
+  maxPerPage,
+  type PageRequest,
+  pageRequestOf,
+} from "@commerce/shared/platform/http/paging";
 import { problemAnswer, problemOf } from "@commerce/shared/platform/http/problems";
 import { headerBytes, headerLimitBytes } from "@commerce/shared/platform/http/request-limits";
 import { beginRequest, endRequest } from "@commerce/shared/platform/http/request-log";
+import { requestTarget } from "@commerce/shared/platform/http/url-text";
 import type { ApiDeps } from "../../deps";
+import { maxProductId } from "../../lib/ids";
 import { rememberedCallers } from "../auth";
 import { getProduct, listProducts } from "./service";
 
@@ -14,7 +21,6 @@ type HotReadDeps = Pick<
 /** Where a request this lane does not take goes: the app's own `fetch`. */
 type Fallback = (request: Request) => Response | Promise<Response>;
 
-const maxProductId = 2147483647;
 /** A plain decimal integer, as a URL writes it: no sign, no leading zero, no escape. */
 const plainInt = /^[1-9][0-9]{0,9}$/;
 /** A category that is clean text (N9) without any decoding: unreserved URL characters only. */
@@ -28,20 +34,10 @@ const intWithin = (text: string, max: number) => {
 
 /** The list's numeric query fields, their limits (`pageQuery`, `productAfter`) and their place. */
 const listNumbers: Record<string, { max: number; key: keyof PageRequest } | undefined> = {
-  page: { max: 1_000_000, key: "page" },
-  per_page: { max: 100, key: "perPage" },
+  page: { max: maxPage, key: "page" },
+  per_page: { max: maxPerPage, key: "perPage" },
   after: { max: maxProductId, key: "after" },
 };
-
-/** The path and query of a request URL, as sent (no decoding). */
-function pathAndQuery(url: string): { path: string; query: string | undefined } {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  const target = url.slice(start);
-  const mark = target.indexOf("?");
-  return mark < 0
-    ? { path: target, query: undefined }
-    : { path: target.slice(0, mark), query: target.slice(mark + 1) };
-}
 
 /**
  * A list page's query when it is plain: only `category`, `page`, `per_page` and `after`, each at
@@ -49,7 +45,7 @@ function pathAndQuery(url: string): { path: string; query: string | undefined } 
  */
 function plainListQuery(query: string | undefined) {
   let category: string | undefined;
-  const paging: PageRequest = { page: 1, perPage: 20 };
+  const paging = pageRequestOf({});
   const seen = new Set<string>();
   for (const pair of query ? query.split("&") : []) {
     const equals = pair.indexOf("=");
@@ -115,7 +111,7 @@ export function hotReads(deps: HotReadDeps, fallback: Fallback) {
   return {
     "/api/products/:id": {
       GET(request: Request) {
-        const { path, query } = pathAndQuery(request.url);
+        const { path, query } = requestTarget(request.url);
         const id = intWithin(path.slice("/api/products/".length), maxProductId);
         if (query !== undefined || id === undefined) return fallback(request);
         return serve(request, "/api/products/:id", () => getProduct(deps.db, id));
@@ -123,7 +119,7 @@ export function hotReads(deps: HotReadDeps, fallback: Fallback) {
     },
     "/api/products": {
       GET(request: Request) {
-        const { path, query } = pathAndQuery(request.url);
+        const { path, query } = requestTarget(request.url);
         const list = path === "/api/products" ? plainListQuery(query) : undefined;
         if (!list) return fallback(request);
         return serve(request, "/api/products", () =>
