@@ -174,11 +174,12 @@ const numberWords = [
   "twenty",
 ];
 
-/** The tables a service's `db/schema.ts` defines: `<schema>.table("name"` and its outbox. */
+/** The tables a service's `db/schema.ts` defines: `<schema>.table("name"` and the shared ones. */
 function tablesOf(service: "api" | "payments"): string[] {
   const text = readFileSync(join(root, `services/${service}/src/db/schema.ts`), "utf8");
   const tables = [...text.matchAll(/\b\w+\.table\(\s*"([a-z_]+)"/g)].map((m) => m[1]);
   if (/\boutboxTable\(/.test(text)) tables.push("outbox");
+  if (/\bauditLogTable\(/.test(text)) tables.push("audit_log");
   return tables.sort();
 }
 
