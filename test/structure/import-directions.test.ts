@@ -40,7 +40,8 @@ const edges = sourceRoots.flatMap((dir) =>
   ),
 );
 
-const folderOf = (path: string) => dirname(path);
+/** A file's folder; a file at a source root (`deps.ts`, `app.ts`) is a node of its own. */
+const folderOf = (path: string) => (sourceRoots.includes(dirname(path)) ? path : dirname(path));
 
 function folderCycles(): string[][] {
   const graph = new Map<string, Set<string>>();
@@ -101,6 +102,25 @@ describe("imports run one way", () => {
       return from.startsWith(providers) && to.startsWith(providers) && a !== b && !host;
     });
     expect(across).toEqual([]);
+  });
+
+  test("the loop detector finds a loop through a file at a service's root, type-only included", () => {
+    edges.push({
+      from: "services/payments/src/deps.ts",
+      to: "services/payments/src/modules/x/a.ts",
+    });
+    edges.push({
+      from: "services/payments/src/modules/x/b.ts",
+      to: "services/payments/src/deps.ts",
+    });
+    try {
+      expect(folderCycles()).toContainEqual([
+        "services/payments/src/deps.ts",
+        "services/payments/src/modules/x",
+      ]);
+    } finally {
+      edges.splice(-2, 2);
+    }
   });
 
   test("the loop detector finds a planted loop", () => {
