@@ -131,6 +131,31 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
     }
   });
 
+  test("N14 (v5): the CloudNativePG Cluster's bootstrap grants exactly what compose's service-roles.sql grants, statement for statement (no CREATE on the database or on drizzle)", () => {
+    // service-roles.sql's statements as they run for the shop's database and role names; the
+    // roles' LOGIN and passwords come from the Cluster's `managed.roles` instead.
+    const compose = readFileSync(join(root, "deploy/postgres-init/service-roles.sql"), "utf8")
+      .replace(/--.*$/gm, "")
+      .replace(/^\\.*$/gm, "")
+      .replace(/^SELECT current_database\(\) AS dbname \\gset$/m, "")
+      .replaceAll(':"dbname"', "commerce")
+      .replaceAll(':"api_role"', "commerce_api")
+      .replaceAll(':"payments_role"', "commerce_payments")
+      .replace(/LOGIN PASSWORD :'\w+'/g, "NOLOGIN")
+      .split(";")
+      .map((statement) => statement.replace(/\s+/g, " ").replaceAll("( ", "(").trim())
+      .filter(Boolean);
+    expect(compose.length).toBeGreaterThan(10);
+    for (const { objects } of rendered) {
+      const [cluster] = objects.filter((o) => o.kind === "Cluster");
+      const kubernetes = (cluster.spec.bootstrap.initdb.postInitApplicationSQL as string[]).map(
+        (statement) => statement.replace(/\s+/g, " ").trim(),
+      );
+      expect(kubernetes).toEqual(compose);
+      expect(kubernetes.filter((statement) => /^GRANT .*CREATE/.test(statement))).toEqual([]);
+    }
+  });
+
   test("X3: the NATS chart's values make a three-node JetStream cluster, not as root", () => {
     const values = Bun.YAML.parse(
       readFileSync(join(root, "deploy/kubernetes/nats-values.yaml"), "utf8"),

@@ -35,8 +35,20 @@ export function connectDatabase(
 }
 
 /**
- * Applies the service's pending drizzle-kit migrations to its own Postgres schema, holding an
- * advisory lock so replicas that start together apply them once. The migrations come embedded
+ * N14 (v5): the table whose lock is the migration lock, in the service's own schema. Advisory lock
+ * keys are database-wide and any role may take any key; a table of the service's schema can be
+ * locked only by a role with rights on it, so the other service's role cannot hold it.
+ */
+export const migrationLockTable = "migration_lock";
+
+/** How long a replica waits for the migration lock (or a migration for its tables) before retrying. */
+const migrationLockTimeout = "10s";
+
+/**
+ * Applies the service's pending drizzle-kit migrations to its own Postgres schema in one
+ * transaction that first locks `<schema>.migration_lock`, so replicas that start together apply
+ * them once; a replica that waits longer than `migrationLockTimeout` fails with SQLSTATE 55P03
+ * (`lockTimedOut`) and tries again later. The migrations come embedded
  * (`drizzle/migrations.json`, written by scripts/embed-migrations.ts), so a compiled binary
  * needs no files beside it.
  */
@@ -44,20 +56,47 @@ export async function migrateSchema(
   sql: Sql,
   { schema, migrations }: { schema: string; migrations: MigrationMeta[] },
 ) {
-  // A pool of one has no second connection to reserve; its only one holds the lock then.
-  const reserved = sql.options.max > 1 ? await sql.reserve() : undefined;
-  const lock = reserved ?? sql;
-  try {
-    await lock`select pg_advisory_lock(hashtext(${`migrate:${schema}`}))`;
-    await applyMigrations(sql, migrations, {
+  await ensureMigrationLock(sql, schema);
+  await sql.begin(async (tx) => {
+    await tx`select pg_catalog.set_config('lock_timeout', ${migrationLockTimeout}, true)`;
+    await tx`lock table ${tx(schema)}.${tx(migrationLockTable)} in exclusive mode`;
+    await applyMigrations(tx, migrations, {
       // Bookkeeping lives apart: drizzle-kit's first migration creates the service's schema itself.
       migrationsSchema: "drizzle",
       migrationsTable: `${schema}_migrations`,
     });
-  } finally {
-    await lock`select pg_advisory_unlock(hashtext(${`migrate:${schema}`}))`.catch(() => {});
-    reserved?.release();
+  });
+}
+
+/**
+ * The service's schema and its lock table, made when missing (the deployments' init scripts make
+ * the schema, owned by the service's role; a development database has nothing yet). Two replicas
+ * making them at once on a fresh database: the one that loses finds them made on its next look.
+ */
+async function ensureMigrationLock(sql: Sql, schema: string) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const [{ schemaMade, lockMade }] = await sql<{ schemaMade: boolean; lockMade: boolean }[]>`
+        select exists (select from pg_catalog.pg_namespace where nspname = ${schema}) as "schemaMade",
+          pg_catalog.to_regclass(${`"${schema}"."${migrationLockTable}"`}) is not null as "lockMade"`;
+      if (!schemaMade) await sql`create schema if not exists ${sql(schema)}`;
+      if (!lockMade)
+        await sql`create table if not exists ${sql(schema)}.${sql(migrationLockTable)} ()`;
+      return;
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? "";
+      // unique_violation on the catalog, duplicate_schema, duplicate_table: the other one won.
+      if (attempt < 5 && ["23505", "42P06", "42P07"].includes(code)) continue;
+      throw error;
+    }
   }
+}
+
+/** N14 (v5): a wait on a lock outlasted its `lock_timeout` (SQLSTATE 55P03): try again later. */
+export function lockTimedOut(error: unknown): boolean {
+  const cause = (error as { cause?: unknown })?.cause;
+  if (cause && cause !== error && lockTimedOut(cause)) return true;
+  return (error as { code?: unknown })?.code === "55P03";
 }
 
 /**

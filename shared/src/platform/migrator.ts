@@ -8,10 +8,11 @@ import type postgres from "postgres";
  * database could not start. Here each is run only when its object is missing, and a migration's
  * `CREATE SCHEMA "<own>"` is skipped when the deployment's init script made the schema already.
  * The bookkeeping is drizzle's own table layout and rule (the newest `created_at` applied), so a
- * database migrated by drizzle's migrator goes on here unchanged.
+ * database migrated by drizzle's migrator goes on here unchanged. Runs in the caller's
+ * transaction (which holds the migration lock), so the migrations apply all or none.
  */
 export async function applyMigrations(
-  sql: postgres.Sql,
+  sql: postgres.TransactionSql,
   migrations: MigrationMeta[],
   { migrationsSchema, migrationsTable }: { migrationsSchema: string; migrationsTable: string },
 ) {
@@ -27,20 +28,18 @@ export async function applyMigrations(
     select created_at from ${sql(qualified)} order by created_at desc limit 1`;
   const pending = migrations.filter((m) => !last || Number(last.created_at) < m.folderMillis);
   if (pending.length === 0) return;
-  await sql.begin(async (tx) => {
-    for (const migration of pending) {
-      for (const statement of migration.sql) {
-        const made = /^\s*CREATE SCHEMA "([^"]+)";?\s*$/i.exec(statement)?.[1];
-        if (made !== undefined && (await schemaExists(tx, made))) continue;
-        await tx.unsafe(statement);
-      }
-      await tx`insert into ${sql(qualified)} (hash, created_at)
-        values (${migration.hash}, ${migration.folderMillis})`;
+  for (const migration of pending) {
+    for (const statement of migration.sql) {
+      const made = /^\s*CREATE SCHEMA "([^"]+)";?\s*$/i.exec(statement)?.[1];
+      if (made !== undefined && (await schemaExists(sql, made))) continue;
+      await sql.unsafe(statement);
     }
-  });
+    await sql`insert into ${sql(qualified)} (hash, created_at)
+      values (${migration.hash}, ${migration.folderMillis})`;
+  }
 }
 
-async function schemaExists(sql: postgres.Sql | postgres.TransactionSql, name: string) {
+async function schemaExists(sql: postgres.TransactionSql, name: string) {
   const rows = await sql`select 1 from pg_catalog.pg_namespace where nspname = ${name}`;
   return rows.length > 0;
 }
