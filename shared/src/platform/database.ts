@@ -12,10 +12,18 @@ export type Sql = postgres.Sql;
 const reconnectBackoff = (failures: number) => Math.min(0.05 * 2 ** failures, 1);
 
 /**
+ * N14 (v5): every wait on a lock has a timeout. A statement waiting longer than this for a row or
+ * table lock fails with SQLSTATE 55P03 (`lockTimedOut`: 503 to a request, a later redelivery to a
+ * message); the migration lock and a placement set shorter ones for their transaction.
+ */
+export const defaultLockTimeoutMs = 15_000;
+
+/**
  * A pool of `max` connections: the caller's, else the URL's `?max=N` (postgres.js would read it as
  * a string, and `new Array("4")` is one connection), else 10. `npm start` asks for one per
  * embedded PGlite, which is a single session. With `schema`, every connection resolves names in
- * that schema and then the built-ins only (N14), whatever the role's own setting.
+ * that schema and then the built-ins only (N14), whatever the role's own setting. Every
+ * connection waits at most `defaultLockTimeoutMs` for a lock.
  */
 export function connectDatabase(
   url: string,
@@ -26,7 +34,10 @@ export function connectDatabase(
 ): Sql {
   return postgres(url, {
     max,
-    ...(schema && { connection: { search_path: `"${schema}", pg_catalog` } }),
+    connection: {
+      lock_timeout: defaultLockTimeoutMs,
+      ...(schema && { search_path: `"${schema}", pg_catalog` }),
+    },
     onnotice: () => {},
     connect_timeout: 5,
     idle_timeout: 60,
