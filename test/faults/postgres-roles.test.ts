@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { signToken, testDatabaseUrl, unique } from "@commerce/testing/basics";
-import { runToEnd, type ServiceProcess } from "@commerce/testing/launch";
+import {
+  eventually,
+  freePort,
+  jwtSecret,
+  signToken,
+  testDatabaseUrl,
+  testNatsUrl,
+  unique,
+} from "@commerce/testing/basics";
+import { runToEnd, ServiceProcess, serviceCommand } from "@commerce/testing/launch";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 import postgres from "postgres";
 
@@ -212,6 +220,59 @@ describe("PostgreSQL roles", () => {
       await other.end();
     }
     expect((await place()).status).toBe(201);
+  });
+
+  test("N14 (v5): an api starting while its migration lock is held elsewhere gives up the wait after 10 s, stays up and not ready (/health 200, /ready 503), and is ready once the lock is free", async () => {
+    const holder = postgres(urlFor(roles.api, database), { max: 1, onnotice: () => {} });
+    const locked = Promise.withResolvers<void>();
+    const done = Promise.withResolvers<void>();
+    const transaction = holder.begin(async (tx) => {
+      await tx`lock table api.migration_lock in exclusive mode`;
+      locked.resolve();
+      await done.promise;
+    });
+    await locked.promise;
+    const api = new ServiceProcess({
+      name: "api",
+      port: await freePort(),
+      command: serviceCommand("api", process.env.E2E_BINARIES === "1"),
+      env: {
+        DATABASE_URL: urlFor(roles.api, database),
+        NATS_URL: testNatsUrl,
+        NATS_PREFIX: unique("n14"),
+        AUTH_JWT_SECRET: jwtSecret,
+        LOG_LEVEL: "warn",
+      },
+      readyTimeoutMs: 90_000,
+    });
+    const ready = api.start();
+    try {
+      const started = performance.now();
+      await eventually(
+        async () =>
+          api
+            .logLines()
+            .some(
+              (line) => line.msg === "migration lock held elsewhere; migrations will be retried",
+            )
+            ? true
+            : undefined,
+        40_000,
+        "the api to give up waiting for its migration lock",
+      );
+      expect(performance.now() - started).toBeGreaterThan(9_000);
+      const status = (path: string) => fetch(`${api.url}${path}`).then((r) => r.status);
+      expect([await status("/health"), await status("/ready")]).toEqual([200, 503]);
+      done.resolve();
+      await transaction;
+      await ready;
+      expect(await status("/ready")).toBe(200);
+    } finally {
+      done.resolve();
+      await api.stop();
+      await ready.catch(() => {});
+      await holder.end();
+    }
   });
 
   test("N14: a database the services made as the superuser is handed to their roles by adopt-schemas.sql", async () => {
