@@ -1,8 +1,8 @@
 /**
  * X6: the restore drill's steps, for `npm run restore-drill` and its short test. A Patroni cluster
  * archiving to pgBackRest, both services as processes on it, orders paid through the provider's
- * door, a moment T, a mistake after it, a point-in-time restore to T into a new cluster, and the
- * invariants on what came back. Each step's time and every figure go into the `DrillResult`.
+ * door, a moment T, a mistake after it, a point-in-time restore to T into a new data directory,
+ * the invariants on what came back, and a new Patroni cluster made of it for the services. Each step's time and every figure go into the `DrillResult`.
  */
 import { unique } from "@commerce/testing/basics";
 import { PatroniCluster } from "@commerce/testing/patroni-cluster";
@@ -18,7 +18,7 @@ export type DrillOptions = {
   ordersBeforeT: number;
   /** Orders placed and paid after T (lost with the restore, as anything after T). */
   ordersAfterT: number;
-  /** The Patroni cluster's base port (its ports are base … base+40). */
+  /** The Patroni cluster's base port (its ports are base … base+40; the new cluster's base+50 …). */
   base: number;
   log: (line: string) => void;
 };
@@ -61,6 +61,7 @@ export async function runRestoreDrill(options: DrillOptions): Promise<DrillResul
   const cluster = new PatroniCluster(options.base, { backups: true });
   let stack: Stack | undefined;
   let restoredStack: Stack | undefined;
+  let successor: PatroniCluster | undefined;
   try {
     await timed("cluster started (3 nodes, archiving)", () => cluster.start());
     const admin = postgres(cluster.multiHostUrl(), { max: 1, onnotice: () => {} });
@@ -148,7 +149,8 @@ export async function runRestoreDrill(options: DrillOptions): Promise<DrillResul
     timings["restore: WAL replayed to T and promoted"] = restored.recoveryMs;
 
     // The invariants on the restored data.
-    const restoredSql = postgres(restored.url(database), { max: 2, onnotice: () => {} });
+    let restoredSql = postgres(restored.url(database), { max: 2, onnotice: () => {} });
+    let restoredLog = "";
     try {
       const orderIds = (orders: PlacedOrder[]) => orders.map((order) => order.order_id);
       const ids = (bodies: { id: string }[]) => bodies.map((body) => body.id);
@@ -209,8 +211,19 @@ export async function runRestoreDrill(options: DrillOptions): Promise<DrillResul
       figures["notifications after T"] = afterT.notifications.length;
       figures["orders emptied by the mistake"] = lost;
 
-      restoredStack = await timed("services started on the restored cluster", () =>
-        startStack({ databaseUrl: restored.url(database), prefix: unique("drill") }),
+      // The checked copy becomes the shop's new cluster: a new Patroni cluster (its own scope in
+      // etcd) takes the data directory over, and two standbys clone it.
+      restoredLog = restored.log(12).split("\n").slice(1).join("\n");
+      await restoredSql.end({ timeout: 1 });
+      await restored.stop("fast");
+      const next = new PatroniCluster(options.base + 50, { adopt: restored.dataDir });
+      successor = next;
+      await timed("a new Patroni cluster (3 nodes) takes the restored directory over", () =>
+        next.start(),
+      );
+      restoredSql = postgres(next.multiHostUrl(database), { max: 2, onnotice: () => {} });
+      restoredStack = await timed("services started on the new cluster", () =>
+        startStack({ databaseUrl: next.multiHostUrl(database), prefix: unique("drill") }),
       );
       const ready = await Promise.all(
         [restoredStack.api, restoredStack.payments].map((service) =>
@@ -218,7 +231,7 @@ export async function runRestoreDrill(options: DrillOptions): Promise<DrillResul
         ),
       );
       check(
-        "the services start on it",
+        "the services start on it (a new Patroni cluster made of it)",
         ready.every((status) => status === 200),
         `/ready: api ${ready[0]}, payments ${ready[1]}`,
       );
@@ -294,10 +307,11 @@ export async function runRestoreDrill(options: DrillOptions): Promise<DrillResul
       figures,
       invariants,
       // The log's lines without the header naming its temporary path.
-      restoredLog: restored.log(12).split("\n").slice(1).join("\n"),
+      restoredLog,
     };
   } finally {
     await restoredStack?.stop().catch(() => {});
+    await successor?.stop();
     await stack?.stop().catch(() => {});
     await cluster.stop();
   }

@@ -24,8 +24,9 @@ and promoting itself).
 - T: \`${result.target}\` (recorded once every notification before it was applied and both
   outboxes were empty)
 - The mistake after T: \`${result.mistake}\`
-- Restored into: a new data directory, run as a cluster of its own (\`pgbackrest restore
-  --type=time --target=T --target-action=promote --archive-mode=off\`)
+- Restored into: a new data directory (\`pgbackrest restore --type=time --target=T
+  --target-action=promote --archive-mode=off\`), started alone and checked, then taken over by a
+  new three-node Patroni cluster (a scope of its own) on which the services ran
 
 ## Invariants
 

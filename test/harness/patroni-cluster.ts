@@ -68,8 +68,18 @@ export class PatroniCluster {
 
   constructor(
     public base = 27100,
-    readonly options: { backups?: boolean } = {},
+    readonly options: { backups?: boolean; adopt?: string } = {},
   ) {}
+
+  /**
+   * Node `name`'s data directory. With `adopt` (X6: a restored data directory), the first node
+   * takes that one over instead of running initdb: Patroni, finding no cluster in etcd and a data
+   * directory that is not empty, starts it and becomes its leader; the others clone it.
+   */
+  dataDir(name: string): string {
+    if (name === "n1" && this.options.adopt) return this.options.adopt;
+    return join(this.dir, name, "data");
+  }
 
   /** The pgBackRest stanza every node archives to (X6). */
   readonly stanza = "commerce";
@@ -146,7 +156,7 @@ export class PatroniCluster {
       postgresql: {
         listen: `127.0.0.1:${this.pgPort(name)}`,
         connect_address: `127.0.0.1:${this.pgPort(name)}`,
-        data_dir: join(node, "data"),
+        data_dir: this.dataDir(name),
         bin_dir: binDir,
         pgpass: join(node, "pgpass"),
         authentication: {
@@ -178,7 +188,7 @@ export class PatroniCluster {
    * One repository for the cluster, each node's configuration naming its own data directory: the
    * node that archives or is backed up is always the one pgBackRest runs for.
    */
-  private writeBackrestConfig(name: string, dataDir = join(this.dir, name, "data")): string {
+  private writeBackrestConfig(name: string, dataDir = this.dataDir(name)): string {
     const { uid, gid } = postgresIds();
     for (const sub of ["", "repo", "log", "lock"]) {
       mkdirSync(join(this.backrestDir, sub), { recursive: true, mode: 0o750 });
@@ -559,7 +569,7 @@ pg1-user=postgres
   async killLeader(leader?: string): Promise<{ name: string; at: number }> {
     const name = leader ?? (await this.waitForLeader());
     const postmaster = Number(
-      readFileSync(join(this.dir, name, "data", "postmaster.pid"), "utf8").split("\n")[0],
+      readFileSync(join(this.dataDir(name), "postmaster.pid"), "utf8").split("\n")[0],
     );
     const children = Bun.spawnSync(["pgrep", "-P", String(postmaster)])
       .stdout.toString()
@@ -581,7 +591,7 @@ pg1-user=postgres
    * the new leader: the old timeline may hold WAL the others never had).
    */
   async rejoin(name: string): Promise<void> {
-    rmSync(join(this.dir, name, "data"), { recursive: true, force: true });
+    rmSync(this.dataDir(name), { recursive: true, force: true });
     this.spawnNode(name);
     await this.waitHealthy();
   }
@@ -594,7 +604,7 @@ pg1-user=postgres
       child.kill("SIGKILL");
       try {
         const pid = Number(
-          readFileSync(join(this.dir, name, "data", "postmaster.pid"), "utf8").split("\n")[0],
+          readFileSync(join(this.dataDir(name), "postmaster.pid"), "utf8").split("\n")[0],
         );
         // SIGQUIT: PostgreSQL's immediate shutdown, its backends with it.
         if (pid > 0) process.kill(pid, "SIGQUIT");
@@ -703,8 +713,9 @@ export class RestoredCluster {
     return tail(join(this.home, "postgres.log"), lines);
   }
 
-  async stop(): Promise<void> {
-    await this.pgCtl(["-m", "immediate", "stop"]).catch(() => {});
+  /** `fast` shuts down cleanly (a checkpoint), so another cluster may take the directory over. */
+  async stop(mode: "immediate" | "fast" = "immediate"): Promise<void> {
+    await this.pgCtl(["-m", mode, "stop"]).catch(() => {});
   }
 }
 
