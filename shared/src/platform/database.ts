@@ -68,14 +68,14 @@ export async function migrateSchema(
   { schema, migrations }: { schema: string; migrations: MigrationMeta[] },
 ) {
   await ensureMigrationLock(sql, schema);
-  await sql.begin(async (tx) => {
-    await tx`select pg_catalog.set_config('lock_timeout', ${migrationLockTimeout}, true)`;
-    await tx`lock table ${tx(schema)}.${tx(migrationLockTable)} in exclusive mode`;
-    await applyMigrations(tx, migrations, {
-      // Bookkeeping lives apart: drizzle-kit's first migration creates the service's schema itself.
-      migrationsSchema: "drizzle",
-      migrationsTable: `${schema}_migrations`,
-    });
+  await applyMigrations(sql, migrations, {
+    // Bookkeeping lives apart: drizzle-kit's first migration creates the service's schema itself.
+    migrationsSchema: "drizzle",
+    migrationsTable: `${schema}_migrations`,
+    lock: async (tx) => {
+      await tx`select pg_catalog.set_config('lock_timeout', ${migrationLockTimeout}, true)`;
+      await tx`lock table ${tx(schema)}.${tx(migrationLockTable)} in exclusive mode`;
+    },
   });
 }
 
