@@ -96,8 +96,9 @@ async function ensureMigrationLock(sql: Sql, schema: string) {
       return;
     } catch (error) {
       const code = (error as { code?: string }).code ?? "";
-      // unique_violation on the catalog, duplicate_schema, duplicate_table: the other one won.
-      if (attempt < 5 && ["23505", "42P06", "42P07"].includes(code)) continue;
+      // unique_violation on the catalog, duplicate_schema, duplicate_table, or duplicate_object
+      // (the table's row type): the other one won.
+      if (attempt < 5 && ["23505", "42P06", "42P07", "42710"].includes(code)) continue;
       throw error;
     }
   }
