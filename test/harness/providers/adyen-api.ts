@@ -174,6 +174,23 @@ export async function startAdyenApi({
       payments.set(payment.pspReference, payment);
       return payment;
     },
+    /** A refund made in Adyen's Customer Area, not by the shop (no notification is sent). */
+    refundElsewhere(paymentPsp: string, value: number) {
+      const payment = payments.get(paymentPsp);
+      if (!payment) throw new Error(`no payment ${paymentPsp}`);
+      const refund: Refund = {
+        pspReference: pspReference(),
+        paymentPspReference: paymentPsp,
+        reference: payment.merchantReference,
+        value,
+        currency: payment.currency,
+        success: true,
+        reason: "",
+        notified: true,
+      };
+      refunds.set(refund.pspReference, refund);
+      return refund;
+    },
     refunds: (paymentPsp?: string) =>
       [...refunds.values()].filter((r) => !paymentPsp || r.paymentPspReference === paymentPsp),
     fail: server.fail.bind(server),

@@ -180,6 +180,26 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
       if (failureReason) refund.failure_reason = failureReason;
     },
     fail: server.fail.bind(server),
+    /** A refund made in Stripe's dashboard, not by the shop. */
+    refundElsewhere(paymentIntent: string, amount: number) {
+      const intent = intents.get(paymentIntent);
+      if (!intent) throw new Error(`no PaymentIntent ${paymentIntent}`);
+      const refund: Refund = {
+        id: randomId("re"),
+        object: "refund",
+        amount,
+        balance_transaction: randomId("txn"),
+        charge: intent.latest_charge,
+        created: Math.floor(Date.now() / 1000),
+        currency: intent.currency,
+        metadata: {},
+        payment_intent: intent.id,
+        reason: null,
+        status: "succeeded",
+      };
+      refunds.set(refund.id, refund);
+      return refund;
+    },
     /** The `POST /v1/refunds` requests seen, with their idempotency keys. */
     refundRequests: () => server.moves(),
     stop: () => server.stop(),
