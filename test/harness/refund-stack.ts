@@ -28,6 +28,15 @@ import {
 import { startAdyenApi } from "./providers/adyen-api";
 import { startStripeApi } from "./providers/stripe-api";
 
+/** A refund as GET /api/orders/{id}/refunds lists it. */
+export type ListedRefund = {
+  refund_id: number;
+  status: string;
+  amount: number;
+  provider_refund_id: string | null;
+  failure_reason: string | null;
+};
+
 export type RefundStackOptions = {
   /** The refund worker's schedule: short back-offs by default, so retries happen within a test. */
   refunds?: RefundWorkerOptions & { giveUpAfterMs?: number; callTimeoutMs?: number };
@@ -217,22 +226,14 @@ export async function startRefundStack({ refunds = {}, env = {} }: RefundStackOp
 
     /** The order's refunds as the api lists them. */
     refunds: async (orderId: number) =>
-      (await call("GET", `/api/orders/${orderId}/refunds`)).json.items as {
-        refund_id: number;
-        status: string;
-        amount: number;
-        provider_refund_id: string | null;
-        failure_reason: string | null;
-      }[],
+      (await call("GET", `/api/orders/${orderId}/refunds`)).json.items as ListedRefund[],
 
     /** Waits until `refundId` has `status` in the api, and answers it. */
     async refundBecomes(orderId: number, refundId: number, status: string, timeoutMs = 15_000) {
       return eventually(
         async () => {
-          const items = (await call("GET", `/api/orders/${orderId}/refunds`)).json.items as {
-            refund_id: number;
-            status: string;
-          }[];
+          const items = (await call("GET", `/api/orders/${orderId}/refunds`)).json
+            .items as ListedRefund[];
           const found = items.find((r) => r.refund_id === refundId);
           return found?.status === status ? found : undefined;
         },
