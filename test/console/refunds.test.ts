@@ -62,12 +62,16 @@ describe("F5 refunds from the order page", () => {
     await sees(page, "No refund was asked for through a provider.");
     expect(await present(page, "button", "Record a refund made elsewhere")).toBe(true);
     const amount = await byRole(page, "spinbutton", "Amount (minor units of USD)");
-    expect(await amount.evaluate((input) => (input as HTMLInputElement).value)).toBe("2400");
+    expect(await amount.evaluate((input) => (input as unknown as { value: string }).value)).toBe(
+      "2400",
+    );
     // Select what is there and type over it, as a person would.
     await amount.click({ count: 3 });
     await page.keyboard.press("Backspace");
     await amount.type("900");
-    expect(await amount.evaluate((input) => (input as HTMLInputElement).value)).toBe("900");
+    expect(await amount.evaluate((input) => (input as unknown as { value: string }).value)).toBe(
+      "900",
+    );
     await fill(page, "textbox", "Note", "One lamp arrived broken (ticket 7120)");
     await click(page, "button", "Refund");
     await sees(page, "The provider made it: the money went back");
