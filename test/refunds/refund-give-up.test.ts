@@ -69,3 +69,22 @@ describe("no definite answer (F3)", () => {
     }
   });
 });
+
+describe("refunds seen on /metrics (F6)", () => {
+  test("F6: payments counts refunds by provider and outcome, each call by what it answered, and shows the refunds still waiting for an outcome", async () => {
+    const text = await (await fetch(`${stack.paymentsUrl}/metrics`)).text();
+    const value = (series: string) =>
+      Number(
+        text
+          .split("\n")
+          .find((line) => line.startsWith(`${series} `))
+          ?.split(" ")[1],
+      );
+    expect(value('refunds_total{provider="stripe",outcome="unknown"}')).toBeGreaterThanOrEqual(1);
+    expect(
+      value('refund_attempts_total{provider="stripe",outcome="unknown"}'),
+    ).toBeGreaterThanOrEqual(2);
+    expect(text).toMatch(/^refunds_awaiting_outcome \d+/m);
+    expect(text).toMatch(/^refund_oldest_awaiting_outcome_seconds [\d.e+-]+/m);
+  });
+});

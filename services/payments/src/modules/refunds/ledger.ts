@@ -160,3 +160,12 @@ export async function adyenRefundNotified(
   } catch {}
   return { success: false, reason: reason || undefined };
 }
+
+/** F6: the refunds without an outcome yet (requested or pending), and the oldest one's age. */
+export async function awaitingOutcome(sql: Sql): Promise<{ count: number; oldestSeconds: number }> {
+  const [row] = await sql<{ count: number; oldest: number | null }[]>`
+    select count(*)::int as count,
+      extract(epoch from now() - min(received_at))::float8 as oldest
+    from payments.refunds where status in ('requested', 'pending')`;
+  return { count: row.count, oldestSeconds: Math.max(0, row.oldest ?? 0) };
+}

@@ -4,7 +4,14 @@ import { describeError, type Logger } from "@commerce/shared/platform/logger";
 import type { Metrics } from "@commerce/shared/platform/metrics";
 import { refundKeyOf } from "../providers";
 import { type RefundAnswer, type RefundClient, refundIdempotencyKey } from "../providers/provider";
-import { adyenRefundNotified, claimDue, type RefundRow, recordStep, type Step } from "./ledger";
+import {
+  adyenRefundNotified,
+  awaitingOutcome,
+  claimDue,
+  type RefundRow,
+  recordStep,
+  type Step,
+} from "./ledger";
 
 export type RefundWorkerOptions = {
   /** How often due refunds are looked for besides a kick (default 1 s). */
@@ -47,6 +54,7 @@ export class RefundWorker {
   private stopped = false;
   private readonly options: Required<RefundWorkerOptions>;
   private readonly attempts;
+  private readonly settled;
 
   constructor(
     private readonly deps: RefundWorkerDeps,
@@ -63,6 +71,22 @@ export class RefundWorker {
       "refund_attempts_total",
       "F6: calls to a provider for a refund, by provider and what it answered (pending, succeeded, failed, unknown)",
       ["provider", "outcome"],
+    );
+    this.settled = deps.metrics.counter(
+      "refunds_total",
+      "F6: refunds the shop asked for, by provider and how they ended (succeeded, failed, unknown)",
+      ["provider", "outcome"],
+    );
+    const waiting = () => awaitingOutcome(deps.sql);
+    deps.metrics.gauge(
+      "refunds_awaiting_outcome",
+      "F6: refunds asked for and not yet succeeded, failed or given up (unknown)",
+      async () => (await waiting()).count,
+    );
+    deps.metrics.gauge(
+      "refund_oldest_awaiting_outcome_seconds",
+      "F6: how long the oldest refund without an outcome has waited (0: none)",
+      async () => (await waiting()).oldestSeconds,
     );
   }
 
@@ -126,7 +150,11 @@ export class RefundWorker {
       duration_ms: Math.round(performance.now() - started),
     });
     try {
-      if (await recordStep(this.deps.sql, this.deps.topology, row, step)) this.deps.outboxWritten();
+      if (await recordStep(this.deps.sql, this.deps.topology, row, step)) {
+        this.deps.outboxWritten();
+        if (step.status === "succeeded" || step.status === "failed" || step.status === "unknown")
+          this.settled.inc({ provider: row.provider, outcome: step.status });
+      }
     } catch (error) {
       // The lease expires and the refund is asked again with its key: nothing is made twice.
       logger.error("refund attempt not recorded", {
