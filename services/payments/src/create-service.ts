@@ -63,7 +63,6 @@ export async function createService(
     core.logger.warn(
       "operator routes answer 503: set AUTH_PUBLIC_KEY, AUTH_JWKS_URL or AUTH_JWT_SECRET to let admin tokens in",
     );
-  const app = createApp(deps);
   const refundWorker = new RefundWorker(
     {
       sql: core.sql,
@@ -79,6 +78,8 @@ export async function createService(
     },
     options.refunds,
   );
+  deps.readinessNotes ??= refundWorker.notes();
+  const app = createApp(deps);
   const refundRequests = new RefundRequests({
     sql: core.sql,
     nats: core.nats,

@@ -4,6 +4,7 @@ import { describeError, type Logger } from "@commerce/shared/platform/logger";
 import type { Metrics } from "@commerce/shared/platform/metrics";
 import { refundKeyOf } from "../providers";
 import { type RefundAnswer, type RefundClient, refundIdempotencyKey } from "../providers/provider";
+import { ProviderCircuit } from "./circuit";
 import {
   adyenRefundNotified,
   awaitingOutcome,
@@ -24,6 +25,10 @@ export type RefundWorkerOptions = {
   concurrency?: number;
   /** How long a claimed refund is this worker's (longer than a call's timeout; default 60 s). */
   leaseMs?: number;
+  /** F7: calls in a row without a definite answer that open a provider's circuit (default 5). */
+  circuitThreshold?: number;
+  /** F7: how long an open circuit keeps calls away from its provider (default 30 s). */
+  circuitCoolDownMs?: number;
 };
 
 export type RefundWorkerDeps = {
@@ -55,6 +60,7 @@ export class RefundWorker {
   private readonly options: Required<RefundWorkerOptions>;
   private readonly attempts;
   private readonly settled;
+  private readonly circuits = new Map<string, ProviderCircuit>();
 
   constructor(
     private readonly deps: RefundWorkerDeps,
@@ -66,7 +72,23 @@ export class RefundWorker {
       retryMaxMs: options.retryMaxMs ?? 300_000,
       concurrency: options.concurrency ?? 8,
       leaseMs: options.leaseMs ?? 60_000,
+      circuitThreshold: options.circuitThreshold ?? 5,
+      circuitCoolDownMs: options.circuitCoolDownMs ?? 30_000,
     };
+    for (const provider of deps.clients.keys())
+      this.circuits.set(
+        provider,
+        new ProviderCircuit(
+          provider,
+          this.options.circuitThreshold,
+          this.options.circuitCoolDownMs,
+        ),
+      );
+    deps.metrics.gauge(
+      "provider_circuits_open",
+      "F7: payment providers whose API circuit is open (calls held back after repeated failures)",
+      () => [...this.circuits.values()].filter((circuit) => circuit.open).length,
+    );
     this.attempts = deps.metrics.counter(
       "refund_attempts_total",
       "F6: calls to a provider for a refund, by provider and what it answered (pending, succeeded, failed, unknown)",
@@ -107,6 +129,14 @@ export class RefundWorker {
     });
   }
 
+  /** F7: each provider's circuit as /ready's detail names it while open. */
+  notes() {
+    return [...this.circuits.values()].map((circuit) => ({
+      name: `${circuit.provider}_api`,
+      note: () => circuit.note(),
+    }));
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
@@ -131,8 +161,29 @@ export class RefundWorker {
   private async attempt(row: RefundRow): Promise<void> {
     const { logger, clients } = this.deps;
     const client = clients.get(row.provider);
+    const circuit = this.circuits.get(row.provider);
+    const allowed = circuit?.allows() ?? { allowed: true };
+    if (!allowed.allowed) {
+      // F7: the provider's circuit is open; the refund waits, its lease given back.
+      await recordStep(this.deps.sql, this.deps.topology, row, {
+        status: row.status,
+        lastError: "circuit open",
+        retryInMs: allowed.waitMs,
+      }).catch(() => {});
+      return;
+    }
     const started = performance.now();
     const answer = client ? await this.ask(client, row) : unconfigured(row.provider);
+    // Only a call to the provider counts: an Adyen refund waiting for its notification makes none.
+    const called =
+      client !== undefined &&
+      (row.status === "requested" || !row.provider_refund_id || client.check !== undefined);
+    const change = called ? circuit?.record(answer.outcome !== "unknown") : undefined;
+    if (change)
+      logger[change === "opened" ? "warn" : "info"](`provider circuit ${change}`, {
+        provider: row.provider,
+        ...(change === "opened" ? { cool_down_ms: this.options.circuitCoolDownMs } : {}),
+      });
     const step = this.stepOf(row, answer);
     this.attempts.inc({ provider: row.provider, outcome: answer.outcome });
     // F7: one line per call, with the provider's request id; never the key.
