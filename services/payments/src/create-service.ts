@@ -6,7 +6,7 @@ import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
 import { refundClientsOf } from "./modules/providers";
-import { ensureRefundRequestConsumer, RefundRequests } from "./modules/refunds/requests";
+import { RefundRequests } from "./modules/refunds/requests";
 import { RefundWorker, type RefundWorkerOptions } from "./modules/refunds/worker";
 import { RefusalTally } from "./modules/refusals/tally";
 
@@ -34,8 +34,7 @@ export async function createService(
       payments.orderDisputed,
       payments.refundOutcome,
     ],
-    async onNatsConnect(jsm) {
-      await ensureRefundRequestConsumer(jsm, core.topology);
+    async onNatsConnect() {
       refundRequests.start();
     },
   });

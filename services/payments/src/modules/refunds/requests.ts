@@ -67,6 +67,9 @@ export class RefundRequests {
       try {
         const js = nats.jetstream();
         if (!js) throw new Error("nats is not connected");
+        // Here, not in the NATS link's setup: payments is ready and takes notifications while the
+        // api (and its stream) is not there yet.
+        await ensureRefundRequestConsumer(await nats.manager(), topology);
         const consumer = await js.consumers.get(
           topology.orders.stream,
           topology.refundRequestsConsumer,

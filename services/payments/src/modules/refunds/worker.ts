@@ -164,12 +164,14 @@ export class RefundWorker {
     const circuit = this.circuits.get(row.provider);
     const allowed = circuit?.allows() ?? { allowed: true };
     if (!allowed.allowed) {
-      // F7: the provider's circuit is open; the refund waits, its lease given back.
-      await recordStep(this.deps.sql, this.deps.topology, row, {
-        status: row.status,
-        lastError: "circuit open",
-        retryInMs: allowed.waitMs,
-      }).catch(() => {});
+      // F7: the provider's circuit is open: no call; the refund waits, its lease given back,
+      // unless its time is up (F3), which an open circuit does not extend.
+      const step = this.stepOf(row, { outcome: "unknown", reason: "circuit open" });
+      const untilGiveUp = row.received_at.getTime() + this.deps.giveUpAfterMs - Date.now();
+      await this.record(row, {
+        ...step,
+        retryInMs: Math.max(0, Math.min(allowed.waitMs, untilGiveUp)),
+      });
       return;
     }
     const started = performance.now();
@@ -200,6 +202,11 @@ export class RefundWorker {
       reason: "reason" in answer ? answer.reason : undefined,
       duration_ms: Math.round(performance.now() - started),
     });
+    await this.record(row, step);
+  }
+
+  /** Records a step; a failure leaves the lease to expire, and the refund is asked again. */
+  private async record(row: RefundRow, step: Step): Promise<void> {
     try {
       if (await recordStep(this.deps.sql, this.deps.topology, row, step)) {
         this.deps.outboxWritten();
@@ -208,7 +215,7 @@ export class RefundWorker {
       }
     } catch (error) {
       // The lease expires and the refund is asked again with its key: nothing is made twice.
-      logger.error("refund attempt not recorded", {
+      this.deps.logger.error("refund attempt not recorded", {
         refund_id: row.refund_id,
         ...describeError(error),
       });
