@@ -69,3 +69,32 @@ describe("a provider that keeps failing (F7)", () => {
     expect(stack.paymentsLog.join("\n")).not.toContain(stack.adyenApi.apiKey);
   });
 });
+
+describe("a provider that hangs (F7)", () => {
+  test("F7: a Stripe call that hangs holds back neither an Adyen refund nor the intake; it times out and is asked again with its key: one refund", async () => {
+    const stripeOrder = await stack.paidThroughStripe(1100);
+    stack.stripeApi.fail({ kind: "timeout", ms: 12_000, made: true });
+    const slow = await stack.call("POST", `/api/orders/${stripeOrder.orderId}/refunds`, {
+      body: { note: "n" },
+    });
+    const key = `refund-${slow.json.refund_id}`;
+    await eventually(async () =>
+      stack.stripeApi.refundRequests().some((r) => r.idempotencyKey === key) ? true : undefined,
+    );
+    const started = performance.now();
+    // While Stripe holds its answer: an order is paid through Stripe's webhook, and an Adyen
+    // refund is made and confirmed.
+    const adyenOrder = await stack.paidThroughAdyen(1200);
+    const quick = await stack.call("POST", `/api/orders/${adyenOrder.orderId}/refunds`, {
+      body: { note: "n" },
+    });
+    await stack.refundBecomes(adyenOrder.orderId, quick.json.refund_id, "succeeded");
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect((await stack.refunds(stripeOrder.orderId))[0].status).toBe("requested");
+
+    await stack.refundBecomes(stripeOrder.orderId, slow.json.refund_id, "succeeded", 25_000);
+    expect(stack.stripeApi.refunds(stripeOrder.paymentRef)).toHaveLength(1);
+    const calls = stack.stripeApi.refundRequests().filter((r) => r.idempotencyKey === key);
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+  });
+});

@@ -55,7 +55,8 @@ export async function recordRequest(
 }
 
 /**
- * F3, F7: up to `batch` refunds of this topology whose next attempt is due, leased for `leaseMs`
+ * F3, F7: up to `batch` refunds of this topology whose next attempt is due, no more of one
+ * provider than it has room for, leased for `leaseMs`
  * (`FOR UPDATE SKIP LOCKED`: replicas take different ones; a worker killed mid-call leaves a
  * lease that expires, and the refund is asked again with its key).
  */
@@ -64,15 +65,22 @@ export async function claimDue(
   subject: string,
   batch: number,
   leaseMs: number,
+  /** F7: how many more refunds each provider may have in flight now; a provider not named, `fresh`. */
+  room: { perProvider: Record<string, number>; fresh: number },
 ): Promise<RefundRow[]> {
   const rows = await sql`
-    with due as (
-      select refund_id from payments.refunds
+    with candidate as (
+      select refund_id, provider,
+        row_number() over (partition by provider order by next_attempt_at, refund_id) as place
+      from payments.refunds
       where status in ('requested', 'pending') and request_subject = ${subject}
         and next_attempt_at <= now() and (leased_until is null or leased_until < now())
-      order by next_attempt_at
+    ), due as (
+      select r.refund_id from payments.refunds r join candidate c using (refund_id)
+      where c.place <= coalesce((${JSON.stringify(room.perProvider)}::jsonb ->> c.provider)::int, ${room.fresh})
+      order by r.next_attempt_at
       limit ${batch}
-      for update skip locked
+      for update of r skip locked
     )
     update payments.refunds r
     set leased_until = now() + ${leaseMs} * interval '1 millisecond', attempts = r.attempts + 1

@@ -61,6 +61,9 @@ export class RefundWorker {
   private readonly attempts;
   private readonly settled;
   private readonly circuits = new Map<string, ProviderCircuit>();
+  private readonly inFlight = new Set<Promise<void>>();
+  /** F7: each provider's attempts in flight. */
+  private readonly busy = new Map<string, number>();
 
   constructor(
     private readonly deps: RefundWorkerDeps,
@@ -141,17 +144,42 @@ export class RefundWorker {
     this.stopped = true;
     clearInterval(this.timer);
     await this.running;
+    // O7: a call in flight is finished and recorded before the database closes.
+    await Promise.all(this.inFlight);
   }
 
+  /**
+   * Claims as many due refunds as there are free places and starts each; a finished attempt
+   * frees its place and looks again, so a slow provider holds only its own places (F7), never
+   * the others' refunds.
+   */
   private async rounds(): Promise<void> {
     do {
       this.again = false;
+      const free = this.options.concurrency - this.inFlight.size;
+      if (free <= 0) return;
       try {
         const { sql, topology } = this.deps;
         const subject = topology.orders.event("refund_requested");
-        const due = await claimDue(sql, subject, this.options.concurrency, this.options.leaseMs);
-        await Promise.all(due.map((row) => this.attempt(row)));
-        if (due.length === this.options.concurrency) this.again = true;
+        // F7: one provider may hold at most half the places, so a slow one never stops the other.
+        const perProvider = Math.max(1, Math.floor(this.options.concurrency / 2));
+        const room = Object.fromEntries(
+          [...this.busy].map(([provider, n]) => [provider, Math.max(0, perProvider - n)]),
+        );
+        const due = await claimDue(sql, subject, free, this.options.leaseMs, {
+          perProvider: room,
+          fresh: perProvider,
+        });
+        for (const row of due) {
+          this.busy.set(row.provider, (this.busy.get(row.provider) ?? 0) + 1);
+          const attempt: Promise<void> = this.attempt(row).finally(() => {
+            this.inFlight.delete(attempt);
+            this.busy.set(row.provider, (this.busy.get(row.provider) ?? 1) - 1);
+            this.kick();
+          });
+          this.inFlight.add(attempt);
+        }
+        if (due.length === free) this.again = true;
       } catch (error) {
         this.deps.logger.warn("refund round failed", describeError(error));
       }
