@@ -224,6 +224,22 @@ export async function startRefundStack({ refunds = {}, env = {} }: RefundStackOp
 
     placeOrder,
 
+    /** Another api on the same database and NATS names (M4), for replicas racing; stop it after. */
+    async apiReplica() {
+      const port = await freePort();
+      const replica = await createApiService(loadApiConfig({ ...common, PORT: String(port) }), {
+        logSink: (line) => apiLog.push(line),
+      });
+      replica.start();
+      const url = `http://127.0.0.1:${port}`;
+      await eventually(
+        async () => ((await fetch(`${url}/health`).catch(() => undefined))?.ok ? true : undefined),
+        15_000,
+        "the api replica",
+      );
+      return { url, stop: () => replica.stop() };
+    },
+
     /** The order's refunds as the api lists them. */
     refunds: async (orderId: number) =>
       (await call("GET", `/api/orders/${orderId}/refunds`)).json.items as ListedRefund[],

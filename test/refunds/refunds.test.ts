@@ -327,4 +327,32 @@ describe("money invariants (F4)", () => {
     const [order] = await stack.sql`select refunded_amount from api.orders where id = ${orderId}`;
     expect(Number(order.refunded_amount)).toBe(1800);
   });
+
+  test("F4, M4: 20 concurrent refund requests spread over two api replicas never ask for more than was paid", async () => {
+    const replica = await stack.apiReplica();
+    try {
+      const { orderId, paymentRef } = await stack.paidThroughStripe(2000);
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          const base = i % 2 ? replica.url : stack.apiUrl;
+          const response = await fetch(`${base}/api/orders/${orderId}/refunds`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${stack.admin}`, "content-type": "application/json" },
+            body: JSON.stringify({ amount: 700, note: "n" }),
+          });
+          return {
+            status: response.status,
+            json: (await response.json()) as { refund_id: number },
+          };
+        }),
+      );
+      const accepted = answers.filter((a) => a.status === 202);
+      expect(accepted).toHaveLength(2);
+      expect(answers.filter((a) => a.status === 409)).toHaveLength(18);
+      for (const a of accepted) await stack.refundBecomes(orderId, a.json.refund_id, "succeeded");
+      expect(stack.stripeApi.refunds(paymentRef).reduce((sum, r) => sum + r.amount, 0)).toBe(1400);
+    } finally {
+      await replica.stop();
+    }
+  });
 });
