@@ -36,7 +36,7 @@ const keysOf = (requests: { idempotencyKey: string | null }[]) => [
 ];
 
 describe("asking for a refund (F1)", () => {
-  test("F1: an unpaid order, more than is left, a zero amount, no note or a customer's token: 4xx, and nothing reaches a provider", async () => {
+  test("F1, N8, N9: an unpaid order, more than is left, a zero or string amount, an unknown field or reason, no note, a control character or a customer's token: 4xx, and nothing reaches a provider", async () => {
     const before = stack.stripeApi.refundRequests().length;
     const unpaid = await stack.placeOrder(1000);
     const notPaid = await ask(unpaid, { note: "n" });
@@ -49,6 +49,11 @@ describe("asking for a refund (F1)", () => {
     expect(tooMuch.json.detail).toContain("1000 USD left");
     expect((await ask(orderId, { amount: 0, note: "n" })).status).toBe(400);
     expect((await ask(orderId, { amount: -5, note: "n" })).status).toBe(400);
+    // E3, N8, N9: a string amount, an unknown reason or field, a note with a control character.
+    expect((await ask(orderId, { amount: "5", note: "n" })).status).toBe(400);
+    expect((await ask(orderId, { note: "n", reason: "because" })).status).toBe(400);
+    expect((await ask(orderId, { note: "n", currency: "EUR" })).status).toBe(400);
+    expect((await ask(orderId, { note: "bad\u0007bell" })).status).toBe(400);
     const noNote = await ask(orderId, { amount: 5 });
     expect(noNote.status).toBe(400);
     expect(JSON.stringify(noNote.json.errors)).toContain("/note");
