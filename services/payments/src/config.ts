@@ -28,6 +28,25 @@ export const paymentsEnv = Type.Object({
     expected: "comma-separated origins like https://shop.example.com (scheme, host, port; no path)",
     description: "U1: origins whose console may read the operator routes (CORS); unset, none",
   }),
+  ANTI_ENTROPY_INTERVAL_SECONDS: Var.integer({
+    minimum: 0,
+    maximum: 3600,
+    default: 10,
+    description:
+      "B2: how often payments compares what it published with what the api applied; 0 = off",
+  }),
+  ANTI_ENTROPY_WINDOW_HOURS: Var.integer({
+    minimum: 1,
+    maximum: 720,
+    default: 24,
+    description: "B2: how far back the comparison looks (a trailing window)",
+  }),
+  ANTI_ENTROPY_GRACE_SECONDS: Var.integer({
+    minimum: 1,
+    maximum: 3600,
+    default: 30,
+    description: "B2: how long a published message may take to be applied before it is missing",
+  }),
   ...providerVariables,
 });
 
@@ -46,5 +65,10 @@ export function loadConfig(env: Env) {
       toleranceSeconds: vars.WEBHOOK_TOLERANCE_SECONDS,
     },
     providers: providerSettings(vars),
+    antiEntropy: {
+      intervalMs: vars.ANTI_ENTROPY_INTERVAL_SECONDS * 1000,
+      windowMs: vars.ANTI_ENTROPY_WINDOW_HOURS * 3_600_000,
+      graceMs: vars.ANTI_ENTROPY_GRACE_SECONDS * 1000,
+    },
   };
 }

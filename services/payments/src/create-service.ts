@@ -5,6 +5,7 @@ import { createApp } from "./app";
 import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
+import { AntiEntropy } from "./modules/reconciliation/anti-entropy";
 import { RefusalTally } from "./modules/refusals/tally";
 
 /**
@@ -50,18 +51,33 @@ export async function createService(
       "operator routes answer 503: set AUTH_PUBLIC_KEY, AUTH_JWKS_URL or AUTH_JWT_SECRET to let admin tokens in",
     );
   const app = createApp(deps);
+  // B2: what was published and never applied is found and published again.
+  const antiEntropy = new AntiEntropy({
+    sql: core.sql,
+    nats: core.nats,
+    topology: core.topology,
+    logger: core.logger,
+    metrics: core.metrics,
+    outboxWritten: () => core.relay.kick(),
+    settings: config.antiEntropy,
+  });
 
   return {
     app,
     deps,
     relay: core.relay,
     nats: core.nats,
+    antiEntropy,
     start: () => {
-      core.start(app);
+      core.start(app, () => antiEntropy.start());
       deps.refusals.start();
     },
     // O7, V4: the refusals counted up to the last request are written before the database closes.
-    stop: () => core.stop(app, [["refused notifications", () => deps.refusals.stop()]]),
+    stop: () =>
+      core.stop(app, [
+        ["refused notifications", () => deps.refusals.stop()],
+        ["anti-entropy", () => antiEntropy.stop()],
+      ]),
   };
 }
 

@@ -27,6 +27,11 @@ export function messageTopology(prefix = "") {
       event: (event: OrderEventName) => `${p}orders.${event}`,
     },
     paymentEventsConsumer: `${P}api-payment-events`.replaceAll("_", "-"),
+    /**
+     * B2: payments asks the api (request/reply, core NATS) which of its published notification
+     * ids the api has applied; outside both streams, so no stream keeps the question.
+     */
+    appliedQuery: `${p}payment-inbox.applied`,
   };
 }
 
