@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { createLogger } from "@commerce/shared/platform/logger";
 import { Metrics } from "@commerce/shared/platform/metrics";
 import { NatsLink } from "@commerce/shared/platform/nats";
-import { eventually, testNatsUrl, unique } from "@commerce/testing/basics";
+import { eventually, testNatsUrl, token, unique } from "@commerce/testing/basics";
 import { startApi, startPayments } from "@commerce/testing/in-process";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 import { AppliedAnswerer } from "../../services/api/src/modules/payment-inbox/applied-answer";
@@ -233,5 +233,47 @@ describe("anti-entropy's window and paging (in-process)", () => {
     expect(run?.errors).toBe(0);
     expect(run?.found).toBeGreaterThanOrEqual(1);
     expect(await copiesOf([missing])).toEqual([missing]);
+  });
+
+  test("B3: GET /api/reconciliation/runs lists this stack's inbox runs newest first, to an admin only", async () => {
+    const app = payments.app();
+    const list = async (query: string, bearer?: string) => {
+      const response = await app.handle(
+        new Request(`http://localhost/api/reconciliation/runs${query}`, {
+          headers: bearer ? { authorization: `Bearer ${bearer}` } : {},
+        }),
+      );
+      return { status: response.status, json: (await response.json()) as any };
+    };
+    expect((await list("")).status).toBe(401);
+    expect((await list("", await token({ sub: unique("cust") }))).status).toBe(403);
+    expect(
+      (await list("?page=0", await token({ sub: unique("ops"), scope: "admin" }))).status,
+    ).toBe(400);
+
+    const admin = await token({ sub: unique("ops"), scope: "admin" });
+    const run = await checker().runOnce();
+    const { status, json } = await list("?per_page=2", admin);
+    expect(status).toBe(200);
+    const stored = await payments.sql`
+      select count(*)::int as n from payments.reconciliation_runs
+      where scope = ${payments.topology.payments.stream}`;
+    expect(json).toMatchObject({ page: 1, per_page: 2, total: stored[0].n });
+    expect(json.items).toHaveLength(2);
+    expect(json.items[0]).toEqual({
+      id: run?.id,
+      provider: null,
+      kind: "inbox",
+      window_from: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      window_to: expect.stringMatching(/Z$/),
+      started_at: expect.stringMatching(/Z$/),
+      finished_at: expect.stringMatching(/Z$/),
+      checked: run?.checked,
+      found: run?.found,
+      applied: run?.applied,
+      errors: 0,
+    });
+    expect(json.items[1].id).toBeLessThan(json.items[0].id);
+    expect(Date.parse(json.items[0].window_to)).toBeLessThanOrEqual(Date.now() - 29_000);
   });
 });
