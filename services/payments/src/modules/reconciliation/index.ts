@@ -23,7 +23,7 @@ export const reconciliationController = (deps: PaymentsDeps) =>
           summary: "List reconciliation runs, newest first",
           description:
             `${whoMayCall} Each run: its kind (inbox: what payments published against what ` +
-            "the api applied, B2), the window it compared, when it started and ended, how many " +
+            "the api applied), the window it compared, when it started and ended, how many " +
             "it checked, found missing and repaired, and its errors (a run with errors was cut " +
             "short; the next one covers its window again). page and per_page as every list.",
         },

@@ -13,7 +13,7 @@ export const reconciliationRun = t.Object({
   ),
   kind: t.String({
     description:
-      "events, objects, report (a provider's, B1) or inbox (payments' published messages against the api's applied ones, B2)",
+      "events, objects or report (a provider's), or inbox (what payments published against what the api applied)",
     examples: ["inbox"],
   }),
   window_from: timestamp("The start of what it compared"),
