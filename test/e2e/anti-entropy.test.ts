@@ -102,6 +102,32 @@ describe("anti-entropy between payments and the api (processes)", () => {
       where payload->>'notification_id' = ${notification.id}`;
     expect(after[0].n).toBe(2);
   });
+
+  test("B2: when the api's durable consumer was deleted, the api declares it again and a payment published meanwhile pays its order once, within 60 s", async () => {
+    const order = await stack.newOrder();
+    const jsm = await stack.nats.manager();
+    const { stream } = stack.topology.payments;
+    const durable = stack.topology.paymentEventsConsumer;
+    await eventually(
+      () => jsm.consumers.info(stream, durable).catch(() => undefined),
+      15_000,
+      "the api's consumer",
+    );
+    expect(await jsm.consumers.delete(stream, durable)).toBe(true);
+    const notification = succeeded(order);
+    const sent = Date.now();
+    expect((await stack.notify(notification)).status).toBe(200);
+    await stack.paid(order.order_id, 60_000);
+    const paidInMs = Date.now() - sent;
+    console.log(`B2: consumer deleted → paid in ${paidInMs} ms`);
+    expect(paidInMs).toBeLessThan(60_000);
+    expect(await paidEntries(order.order_id)).toBe(1);
+    expect(await stack.publishedOrdersPaid(order.order_id)).toHaveLength(1);
+    // The consumer is back for everything after.
+    const next = await stack.newOrder();
+    expect((await stack.notify(succeeded(next))).status).toBe(200);
+    await stack.paid(next.order_id, 15_000);
+  });
 });
 
 describe("anti-entropy's window and paging (in-process)", () => {

@@ -58,6 +58,7 @@ export async function createService(
     metrics: core.metrics,
     tracer: core.tracer,
     outboxWritten: eventsWritten,
+    declare: async () => ensurePaymentConsumer(await core.nats.manager(), core.topology),
   });
 
   const deps: ApiDeps = {
