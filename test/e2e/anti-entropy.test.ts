@@ -215,6 +215,22 @@ describe("anti-entropy's window and paging (in-process)", () => {
     expect(next).toMatchObject({ checked: 0, found: 0, errors: 0 });
   });
 
+  test("B2: messages the relay marked published in one batch (one published_at) are each compared, across pages", async () => {
+    // Ids across a change in their number of digits, so an order by their text would differ.
+    const ids = [99_999_999_999_998, 99_999_999_999_999, 100_000_000_000_000, 100_000_000_000_001];
+    // Past the grace, and after where the previous test's run ended less the overlap.
+    const notifications = ids.map(() => unique("batch"));
+    await payments.sql`
+      insert into payments.outbox (id, subject, message_id, payload, published_at)
+      select id, ${payments.topology.payments.orderRefunded}, notification_id,
+        pg_catalog.jsonb_build_object('notification_id', notification_id),
+        now() - interval '40 seconds'
+      from unnest(${ids}::bigint[], ${notifications}::text[]) as batch(id, notification_id)`;
+    const run = await checker().runOnce();
+    expect(run?.errors).toBe(0);
+    expect((await copiesOf(notifications)).sort()).toEqual([...notifications].sort());
+  });
+
   test("B2: while another replica holds the checkpoint, a run returns at once and does nothing", async () => {
     const missing = await published("3 minutes");
     const scope = payments.topology.payments.stream;

@@ -185,7 +185,10 @@ export class AntiEntropy {
     return run;
   }
 
-  /** The next page of this stack's published messages in the window, by `(published_at, id)`. */
+  /**
+   * The next page of this stack's published messages in the window, by `(published_at, id)`:
+   * the table's columns (not the text the select names alike), in the order of its index.
+   */
   private publishedPage(after: { at: string; id: string }, to: string) {
     const { sql, topology } = this.deps;
     const { orderPaid, orderRefunded, orderFailed, orderDisputed } = topology.payments;
@@ -197,7 +200,7 @@ export class AntiEntropy {
         and (published_at, id) > (${after.at}::text::timestamptz, ${after.id}::bigint)
         and published_at <= ${to}::text::timestamptz
         and subject = any(${[orderPaid, orderRefunded, orderFailed, orderDisputed]})
-      order by published_at, id
+      order by outbox.published_at, outbox.id
       limit ${this.pageSize}`;
   }
 
