@@ -318,4 +318,32 @@ describe("anti-entropy's window and paging (in-process)", () => {
     expect(json.items[1].id).toBeLessThan(json.items[0].id);
     expect(Date.parse(json.items[0].window_to)).toBeLessThanOrEqual(Date.now() - 29_000);
   });
+
+  test("B3: inbox runs that found nothing are listed for a day, the others for 30 days", async () => {
+    const scope = payments.topology.payments.stream;
+    const oldRun = async (age: string, found: number, errors: number) => {
+      const [row] = await payments.sql<{ id: string }[]>`
+        insert into payments.reconciliation_runs
+          (scope, kind, window_from, window_to, started_at, finished_at, found, applied, errors)
+        select ${scope}, 'inbox', at, at, at, at, ${found}, ${found}, ${errors}
+        from (select now() - ${age}::interval as at) as old
+        returning id::text`;
+      return row.id;
+    };
+    const runs = {
+      quiet: await oldRun("2 days", 0, 0),
+      found: await oldRun("2 days", 1, 0),
+      "cut short": await oldRun("2 days", 0, 1),
+      "found long ago": await oldRun("31 days", 1, 0),
+    };
+    await checker().runOnce();
+    const kept = await payments.sql`
+      select id::text from payments.reconciliation_runs
+      where id = any(${Object.values(runs)}::bigint[])`;
+    const keptLabels = Object.entries(runs)
+      .filter(([, id]) => kept.some((row) => row.id === id))
+      .map(([label]) => label)
+      .sort();
+    expect(keptLabels).toEqual(["cut short", "found"]);
+  });
 });

@@ -20,5 +20,5 @@ CREATE TABLE "payments"."reconciliation_runs" (
 	"errors" integer DEFAULT 0 NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX "reconciliation_runs_scope_idx" ON "payments"."reconciliation_runs" USING btree ("scope","id");--> statement-breakpoint
+CREATE INDEX "reconciliation_runs_scope_idx" ON "payments"."reconciliation_runs" USING btree ("scope","started_at","id");--> statement-breakpoint
 CREATE INDEX "outbox_published_at_idx" ON "payments"."outbox" USING btree ("published_at","id") WHERE "payments"."outbox"."published_at" is not null;

@@ -128,7 +128,8 @@ export const reconciliationRuns = payments.table(
     applied: integer("applied").notNull().default(0),
     errors: integer("errors").notNull().default(0),
   },
-  (table) => [index("reconciliation_runs_scope_idx").on(table.scope, table.id)],
+  // B3's listing, newest first, and the retention that deletes old runs.
+  (table) => [index("reconciliation_runs_scope_idx").on(table.scope, table.startedAt, table.id)],
 );
 
 /**

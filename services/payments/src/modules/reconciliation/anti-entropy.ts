@@ -47,6 +47,9 @@ const kind = "inbox";
 const overlapMs = 60_000;
 /** How long the api has to answer one question. */
 const askTimeoutMs = 5_000;
+/** Runs that found nothing are listed this long; the others (found, cut short) for `keepRuns`. */
+const keepQuietRuns = "1 day";
+const keepRuns = "30 days";
 /** A notification published again this often and still never applied is left to a person. */
 export const maxResends = 5;
 
@@ -182,6 +185,12 @@ export class AntiEntropy {
       update payments.reconciliation_runs set finished_at = now(), checked = ${run.checked},
         found = ${run.found}, applied = ${run.applied}, errors = ${run.errors}
       where id = ${run.id}`;
+    // One run every few seconds: the listing stays the last day's, plus what found something.
+    await sql`
+      delete from payments.reconciliation_runs
+      where scope = ${topology.payments.stream} and kind = ${kind}
+        and started_at < now() - ${keepQuietRuns}::interval
+        and (started_at < now() - ${keepRuns}::interval or (found = 0 and errors = 0))`;
     return run;
   }
 

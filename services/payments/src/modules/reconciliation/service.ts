@@ -14,7 +14,7 @@ export async function listRuns(sql: Sql, scope: string, paging: PageRequest) {
       ${isoTimestamp(sql, "finished_at")} as finished_at,
       checked, found, applied, errors, count(*) over ()::int as total
     from payments.reconciliation_runs where scope = ${scope}
-    order by id desc limit ${paging.perPage} offset ${offsetOf(paging)}`;
+    order by started_at desc, id desc limit ${paging.perPage} offset ${offsetOf(paging)}`;
   return pageFromWindow(
     rows,
     () => sql<{ total: number }[]>`
