@@ -106,7 +106,10 @@ export class AntiEntropy {
   private tick(): void {
     if (this.running || this.stopped) return;
     this.running = this.runOnce()
-      .catch((error) => this.deps.logger.warn("anti-entropy run failed", describeError(error)))
+      .catch((error) => {
+        this.runs.inc({ outcome: "cut_short" });
+        this.deps.logger.warn("anti-entropy run failed", describeError(error));
+      })
       .finally(() => {
         this.running = undefined;
       });
@@ -126,11 +129,12 @@ export class AntiEntropy {
   async runOnce(): Promise<InboxRun | undefined> {
     const { sql, topology, settings } = this.deps;
     const scope = topology.payments.stream;
-    await sql`
-      insert into payments.reconciliation_checkpoints (kind, scope) values (${kind}, ${scope})
-      on conflict do nothing`;
     return sql.begin(async (tx) => {
+      // N14 (v5): no wait on a lock without an end (a first run racing another's insert).
       await tx`set local lock_timeout = '5s'`;
+      await tx`
+        insert into payments.reconciliation_checkpoints (kind, scope) values (${kind}, ${scope})
+        on conflict do nothing`;
       const [window] = await tx<{ from: string; to: string }[]>`
         select greatest(checked_until - ${overlapMs} * interval '1 millisecond',
             now() - ${settings.windowMs} * interval '1 millisecond')::text as from,
