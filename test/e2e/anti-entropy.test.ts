@@ -128,6 +128,40 @@ describe("anti-entropy between payments and the api (processes)", () => {
     expect((await stack.notify(succeeded(next))).status).toBe(200);
     await stack.paid(next.order_id, 15_000);
   });
+
+  test("B2: after PAYMENTS is deleted and re-created, a payment it held that the api had not applied is published again and pays its order once", async () => {
+    const order = await stack.newOrder();
+    await stack.api.stop();
+    const notification = succeeded(order);
+    expect((await stack.notify(notification)).status).toBe(200);
+    await eventually(
+      async () =>
+        (
+          await stack.sql`
+            select 1 from payments.outbox
+            where message_id = ${notification.id} and published_at is not null`
+        )[0],
+      15_000,
+      "the notification's message acked by JetStream",
+    );
+    const jsm = await stack.nats.manager();
+    const { stream } = stack.topology.payments;
+    expect(await jsm.streams.delete(stream)).toBe(true);
+    // Payments declares its stream again when it starts (or reconnects to NATS).
+    await stack.payments.stop();
+    await stack.payments.start();
+    await stack.api.start();
+    await stack.paid(order.order_id, 60_000);
+    expect(await paidEntries(order.order_id)).toBe(1);
+    expect(await stack.publishedOrdersPaid(order.order_id)).toHaveLength(1);
+    const copies = await stack.sql`
+      select message_id from payments.outbox
+      where payload->>'notification_id' = ${notification.id} order by id`;
+    expect(copies.map((row) => row.message_id)).toEqual([
+      notification.id,
+      expect.stringMatching(new RegExp(`^${notification.id}:resend:\\d+$`)),
+    ]);
+  });
 });
 
 describe("anti-entropy's window and paging (in-process)", () => {
