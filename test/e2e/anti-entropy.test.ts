@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { ownStreamOf } from "@commerce/shared/contract/messages";
 import { createLogger } from "@commerce/shared/platform/logger";
 import { Metrics } from "@commerce/shared/platform/metrics";
-import { NatsLink } from "@commerce/shared/platform/nats";
+import { ensureStream, NatsLink } from "@commerce/shared/platform/nats";
 import { eventually, testNatsUrl, token, unique } from "@commerce/testing/basics";
 import { startApi, startPayments } from "@commerce/testing/in-process";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 import { AppliedAnswerer } from "../../services/api/src/modules/payment-inbox/applied-answer";
+import { ensurePaymentConsumer } from "../../services/api/src/modules/payment-inbox/subscription";
 import { AntiEntropy } from "../../services/payments/src/modules/reconciliation/anti-entropy";
 
 setDefaultTimeout(90_000);
@@ -187,7 +189,7 @@ describe("anti-entropy's window and paging (in-process)", () => {
     await payments.close();
   });
 
-  const checker = (metrics = new Metrics()) =>
+  const checker = (metrics = new Metrics(), graceMs = 30_000) =>
     new AntiEntropy({
       sql: payments.sql,
       nats,
@@ -195,7 +197,7 @@ describe("anti-entropy's window and paging (in-process)", () => {
       logger: quiet,
       metrics,
       outboxWritten: () => {},
-      settings: { intervalMs: 0, windowMs: 24 * 3_600_000, graceMs: 30_000 },
+      settings: { intervalMs: 0, windowMs: 24 * 3_600_000, graceMs },
       pageSize: 2,
     });
 
@@ -309,6 +311,35 @@ describe("anti-entropy's window and paging (in-process)", () => {
     expect(run?.errors).toBe(0);
     expect(run?.found).toBeGreaterThanOrEqual(1);
     expect(await copiesOf([missing])).toEqual([missing]);
+  });
+
+  test("B2: what was published after the oldest message the api's consumer has yet to apply is not missing yet: a backlog, not a loss", async () => {
+    const { topology } = payments;
+    const jsm = await nats.manager();
+    await ensureStream(jsm, ownStreamOf(topology, "payments"));
+    await ensurePaymentConsumer(jsm, topology, 5_000);
+    // The api's answers now say how far behind its consumer is.
+    answerer.stop();
+    answerer = new AppliedAnswerer({ sql: api.sql, topology, logger: quiet, nats });
+    answerer.listen(nats.nc);
+    try {
+      // One message waits for the consumer, which nobody pulls from here: a backlog.
+      await nats.jetstream()?.publish(topology.payments.orderRefunded, JSON.stringify({}));
+      await Bun.sleep(1_200);
+      await payments.sql`
+        update payments.reconciliation_checkpoints set checked_until = now() - interval '5 minutes'
+        where kind = 'inbox' and scope = ${topology.payments.stream}`;
+      const lost = await published("4 minutes");
+      const waiting = await published("1100 milliseconds");
+      const run = await checker(new Metrics(), 1_000).runOnce();
+      expect(run?.errors).toBe(0);
+      expect(await copiesOf([lost, waiting])).toEqual([lost]);
+    } finally {
+      await jsm.streams.delete(topology.payments.stream).catch(() => {});
+      answerer.stop();
+      answerer = new AppliedAnswerer({ sql: api.sql, topology, logger: quiet });
+      answerer.listen(nats.nc);
+    }
   });
 
   test("B3: GET /api/reconciliation/runs lists this stack's inbox runs newest first, to an admin only", async () => {

@@ -202,7 +202,7 @@ describe("NATS permissions", () => {
         JSON.stringify({ ids: [notification.id, unique("never")] }),
         { timeout: 5000 },
       );
-      expect(reply.json()).toEqual({ applied: [notification.id] });
+      expect(reply.json()).toEqual({ applied: [notification.id], pending_since: null });
     } finally {
       await nc.close();
     }

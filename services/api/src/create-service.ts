@@ -38,7 +38,12 @@ export async function createService(
     },
   });
   const { logger, relay } = core;
-  const appliedAnswerer = new AppliedAnswerer({ sql: core.sql, topology: core.topology, logger });
+  const appliedAnswerer = new AppliedAnswerer({
+    sql: core.sql,
+    topology: core.topology,
+    logger,
+    nats: core.nats,
+  });
   const db = createDatabase(core.sql);
   const webhookMetrics = new WebhookMetrics(core.metrics, core.sql);
   const dispatcher = new WebhookDispatcher(

@@ -16,9 +16,16 @@ export const appliedQuestion = Type.Object({
 });
 export type AppliedQuestion = Static<typeof appliedQuestion>;
 
-/** The api's answer: `applied` ⊆ the question's ids; `error` when it could not look (no ids). */
+/**
+ * The api's answer: `applied` ⊆ the question's ids; `pending_since`, when its consumer has
+ * messages not yet applied, the stream time of the oldest (a message published after it may
+ * still be on its way, not lost); `error` when it could not look (no ids).
+ */
 export const appliedAnswer = Type.Union([
-  Type.Object({ applied: Type.Array(notificationId, { maxItems: maxAskedIds }) }),
+  Type.Object({
+    applied: Type.Array(notificationId, { maxItems: maxAskedIds }),
+    pending_since: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
+  }),
   Type.Object({ error: Type.String() }),
 ]);
 export type AppliedAnswer = Static<typeof appliedAnswer>;

@@ -5,9 +5,34 @@ import {
 import type { MessageTopology } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
 import { describeError, type Logger } from "@commerce/shared/platform/logger";
+import type { NatsLink } from "@commerce/shared/platform/nats";
 import type { Msg, NatsConnection, Subscription } from "nats";
 
 const encoder = new TextEncoder();
+/** Deleted messages right after the consumer's ack floor skipped before giving up on a time. */
+const maxSkipped = 20;
+
+/**
+ * B2: the stream time of the oldest payment message this api's consumer has not applied, or
+ * null when none waits. A message published after it may be in the backlog rather than lost.
+ */
+export async function pendingSince(
+  nats: NatsLink,
+  topology: MessageTopology,
+): Promise<string | null> {
+  const jsm = await nats.manager();
+  const stream = topology.payments.stream;
+  const info = await jsm.consumers.info(stream, topology.paymentEventsConsumer);
+  if (info.num_pending + info.num_ack_pending === 0) return null;
+  // Everything up to the ack floor is applied; the next message still in the stream is the
+  // oldest not (a deleted one, the very gap this looks for, is skipped).
+  const floor = info.ack_floor.stream_seq;
+  for (let seq = floor + 1; seq <= floor + maxSkipped; seq++) {
+    const message = await jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+    if (message) return message.time.toISOString();
+  }
+  return new Date().toISOString();
+}
 
 /** B2: of `ids`, those this api has recorded as processed (M2), in any outcome. */
 export async function appliedOf(sql: Sql, ids: string[]): Promise<string[]> {
@@ -25,7 +50,15 @@ export class AppliedAnswerer {
   private subscription?: Subscription;
   private connection?: NatsConnection;
 
-  constructor(private readonly deps: { sql: Sql; topology: MessageTopology; logger: Logger }) {}
+  constructor(
+    private readonly deps: {
+      sql: Sql;
+      topology: MessageTopology;
+      logger: Logger;
+      /** The consumer's backlog, for `pending_since`; without it the answer has none. */
+      nats?: NatsLink;
+    },
+  ) {}
 
   /** Subscribes on `nc` (once per connection; NATS keeps it across reconnects). */
   listen(nc: NatsConnection | undefined): void {
@@ -49,10 +82,13 @@ export class AppliedAnswerer {
     if (!question) answer = { error: "malformed question" };
     else {
       try {
-        answer = { applied: await appliedOf(this.deps.sql, question.ids) };
+        const { nats, topology } = this.deps;
+        // Read before the applied ids: a message applied in between is then in both, never neither.
+        const since = nats ? await pendingSince(nats, topology) : undefined;
+        answer = { applied: await appliedOf(this.deps.sql, question.ids), pending_since: since };
       } catch (error) {
         this.deps.logger.warn("applied-notifications question not answered", describeError(error));
-        answer = { error: "database unavailable" };
+        answer = { error: "the database or the consumer's state could not be read" };
       }
     }
     message.respond(encoder.encode(JSON.stringify(answer)));

@@ -45,6 +45,12 @@ const kind = "inbox";
  * run already passed.
  */
 const overlapMs = 60_000;
+/**
+ * A message published later than this before the oldest one the api's consumer still has to
+ * apply may be in that backlog, not lost (the stream's clock is NATS's, published_at is
+ * PostgreSQL's).
+ */
+const backlogMarginMs = 5_000;
 /** How long the api has to answer one question. */
 const askTimeoutMs = 5_000;
 /** Runs that found nothing are listed this long; the others (found, cut short) for `keepRuns`. */
@@ -61,6 +67,7 @@ type PublishedRow = {
   id: string;
   notification_id: string | null;
   published_at: string;
+  published_ms: number;
 };
 
 const encoder = new TextEncoder();
@@ -207,7 +214,8 @@ export class AntiEntropy {
     const { orderPaid, orderRefunded, orderFailed, orderDisputed } = topology.payments;
     return sql<PublishedRow[]>`
       select id::text, payload->>'notification_id' as notification_id,
-        published_at::text as published_at
+        published_at::text as published_at,
+        (extract(epoch from published_at) * 1000)::float8 as published_ms
       from payments.outbox
       where published_at is not null
         and (published_at, id) > (${after.at}::text::timestamptz, ${after.id}::bigint)
@@ -218,18 +226,28 @@ export class AntiEntropy {
   }
 
   private async comparePage(page: PublishedRow[], run: InboxRun): Promise<void> {
-    const rowOf = new Map<string, string>();
-    for (const row of page) if (row.notification_id) rowOf.set(row.notification_id, row.id);
+    const rowOf = new Map<string, PublishedRow>();
+    for (const row of page) if (row.notification_id) rowOf.set(row.notification_id, row);
     run.checked += page.length;
     if (rowOf.size === 0) return;
-    const applied = new Set(await this.askApplied([...rowOf.keys()]));
-    const missing = [...rowOf.keys()].filter((id) => !applied.has(id));
+    const answer = await this.askApplied([...rowOf.keys()]);
+    const applied = new Set(answer.applied);
+    // Published after the oldest message the api's consumer still has to apply: maybe waiting in
+    // that backlog, so not missing yet (and not published again onto it).
+    const backlogFrom = answer.pending_since
+      ? Date.parse(answer.pending_since) - backlogMarginMs
+      : Number.POSITIVE_INFINITY;
+    const missing = [...rowOf.entries()]
+      .filter(([id, row]) => !applied.has(id) && row.published_ms < backlogFrom)
+      .map(([id]) => id);
     if (missing.length === 0) return;
     await this.publishAgain(missing, rowOf, run);
   }
 
   /** B2: the api's answer: which of `ids` its inbox has applied. Throws when it gives none. */
-  private async askApplied(ids: string[]): Promise<string[]> {
+  private async askApplied(
+    ids: string[],
+  ): Promise<{ applied: string[]; pending_since?: string | null }> {
     const nc = this.deps.nats.nc;
     if (!nc || !this.deps.nats.isUp) throw new Error("nats is not connected");
     const reply = await nc.request(
@@ -240,14 +258,14 @@ export class AntiEntropy {
     const answer = parseAppliedAnswer(reply.data);
     if (!answer) throw new Error("the api's answer was malformed");
     if ("error" in answer) throw new Error(`the api could not answer: ${answer.error}`);
-    return answer.applied;
+    return answer;
   }
 
   /**
    * Queues a copy of each missing notification's row, unless one of its messages is still on its
    * way (not yet published, or published within the grace) or it was resent `maxResends` times.
    */
-  private async publishAgain(missing: string[], rowOf: Map<string, string>, run: InboxRun) {
+  private async publishAgain(missing: string[], rowOf: Map<string, PublishedRow>, run: InboxRun) {
     const { sql, logger, settings } = this.deps;
     const history = await sql<{ notification_id: string; on_its_way: boolean; resends: number }[]>`
       select payload->>'notification_id' as notification_id,
@@ -269,7 +287,7 @@ export class AntiEntropy {
       });
     const again = gaps.filter((row) => row.resends < maxResends);
     if (again.length === 0) return;
-    const rows = again.map((row) => rowOf.get(row.notification_id) as string);
+    const rows = again.map((row) => rowOf.get(row.notification_id)?.id as string);
     const queued = await sql<{ notification_id: string; message_id: string }[]>`
       insert into payments.outbox (id, subject, message_id, payload, headers)
       select row_id, subject, notification_id || ':resend:' || row_id, payload, headers
