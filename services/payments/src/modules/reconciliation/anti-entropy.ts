@@ -149,16 +149,22 @@ export class AntiEntropy {
         from payments.reconciliation_checkpoints where kind = ${kind} and scope = ${scope}
         for update skip locked`;
       if (!window) return undefined;
-      const run = await this.compare(window);
+      const { run, waiting } = await this.compare(window);
+      // What may still be in the api's backlog is read again by the next run, however long it is.
+      const until = waiting?.published_at ?? window.to;
       if (run.errors === 0)
         await tx`
-          update payments.reconciliation_checkpoints set checked_until = ${window.to}::text::timestamptz
+          update payments.reconciliation_checkpoints set checked_until = ${until}::text::timestamptz
           where kind = ${kind} and scope = ${scope}`;
       return run;
     });
   }
 
-  private async compare(window: { from: string; to: string }): Promise<InboxRun> {
+  /** The run, and the first message it left for later because the api may not have reached it. */
+  private async compare(window: {
+    from: string;
+    to: string;
+  }): Promise<{ run: InboxRun; waiting?: PublishedRow }> {
     const { sql, topology, logger } = this.deps;
     const [started] = await sql<{ id: string; window_from: string; window_to: string }[]>`
       insert into payments.reconciliation_runs (scope, kind, window_from, window_to)
@@ -174,11 +180,12 @@ export class AntiEntropy {
       errors: 0,
     };
     let after = { at: window.from, id: "0" };
+    let waiting: PublishedRow | undefined;
     try {
       for (;;) {
         const page = await this.publishedPage(after, window.to);
         if (page.length === 0) break;
-        await this.comparePage(page, run);
+        waiting ??= await this.comparePage(page, run);
         const last = page[page.length - 1];
         after = { at: last.published_at, id: last.id };
         if (page.length < this.pageSize) break;
@@ -202,7 +209,7 @@ export class AntiEntropy {
       where scope = ${topology.payments.stream} and kind = ${kind}
         and started_at < now() - ${keepQuietRuns}::interval
         and (started_at < now() - ${keepRuns}::interval or (found = 0 and errors = 0))`;
-    return run;
+    return { run, waiting };
   }
 
   /**
@@ -225,11 +232,15 @@ export class AntiEntropy {
       limit ${this.pageSize}`;
   }
 
-  private async comparePage(page: PublishedRow[], run: InboxRun): Promise<void> {
+  /** Compares one page; returns its first row that may still be in the api's backlog. */
+  private async comparePage(
+    page: PublishedRow[],
+    run: InboxRun,
+  ): Promise<PublishedRow | undefined> {
     const rowOf = new Map<string, PublishedRow>();
     for (const row of page) if (row.notification_id) rowOf.set(row.notification_id, row);
     run.checked += page.length;
-    if (rowOf.size === 0) return;
+    if (rowOf.size === 0) return undefined;
     const answer = await this.askApplied([...rowOf.keys()]);
     const applied = new Set(answer.applied);
     // Published after the oldest message the api's consumer still has to apply: maybe waiting in
@@ -240,8 +251,11 @@ export class AntiEntropy {
     const missing = [...rowOf.entries()]
       .filter(([id, row]) => !applied.has(id) && row.published_ms < backlogFrom)
       .map(([id]) => id);
-    if (missing.length === 0) return;
-    await this.publishAgain(missing, rowOf, run);
+    if (missing.length) await this.publishAgain(missing, rowOf, run);
+    return page.find(
+      (row) =>
+        row.notification_id && !applied.has(row.notification_id) && row.published_ms >= backlogFrom,
+    );
   }
 
   /** B2: the api's answer: which of `ids` its inbox has applied. Throws when it gives none. */
