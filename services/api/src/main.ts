@@ -2,14 +2,17 @@ import { reclaimMemoryWhenIdle } from "@commerce/shared/platform/memory-reclaim"
 import {
   configOrExit,
   healthcheckIfAsked,
+  keepRunningOnUnhandledErrors,
   onShutdown,
 } from "@commerce/shared/platform/process-exit";
 import { loadConfig } from "./config";
 import { createService } from "./create-service";
 
 await healthcheckIfAsked(3000);
+const unhandled = keepRunningOnUnhandledErrors("api");
 const config = configOrExit(() => loadConfig(process.env));
 const service = await createService(config);
+unhandled.attach(service.deps.logger, service.deps.metrics);
 service.start();
 reclaimMemoryWhenIdle();
 onShutdown(service.deps.logger, service.stop);

@@ -1,10 +1,6 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { databaseUnavailable, migrateSchema, type Sql } from "./database";
-import { problemResponse, UnavailableError } from "./errors";
 import { describeError, type Logger } from "./logger";
-
-/** Routes that answer before the migrations are applied: they need no table (O1-O3). */
-const operational = new Set(["/health", "/ready", "/metrics"]);
 
 /**
  * X2: the service's migrations, applied at start, or, when the database is unreachable or
@@ -61,13 +57,6 @@ export class MigrationsUntilDone {
         this.retryLater();
       }
     }, this.retryMs);
-  }
-
-  /** 503 for every route but the operational ones until the tables exist. */
-  gate(request: Request): Response | undefined {
-    if (this.done) return undefined;
-    if (operational.has(new URL(request.url).pathname)) return undefined;
-    return problemResponse(new UnavailableError("Starting: waiting for a writable database"));
   }
 
   stop(): void {
