@@ -1,13 +1,14 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
-import { databaseUnavailable, migrateSchema, type Sql } from "./database";
+import { databaseUnavailable, lockTimedOut, migrateSchema, type Sql } from "./database";
 import { describeError, type Logger } from "./logger";
 
 /**
  * X2: the service's migrations, applied at start, or, when the database is unreachable or
  * read-only then (a standby, HAProxy not yet settled, a failover under way), tried again every
  * `retryMs` until they are: the service starts anyway, `/health` 200 and `/ready` 503 meanwhile,
- * instead of exiting on SQLSTATE 25006. Any other error at the first attempt (a broken
- * migration) still stops the service.
+ * instead of exiting on SQLSTATE 25006. So too when the migration lock or a table a migration
+ * alters stays held past its lock timeout (another replica migrating, a long transaction: N14 v5).
+ * Any other error at the first attempt (a broken migration) still stops the service.
  */
 export class MigrationsUntilDone {
   done = false;
@@ -35,10 +36,15 @@ export class MigrationsUntilDone {
     try {
       await this.attempt();
     } catch (error) {
-      if (!databaseUnavailable(error)) throw error;
-      this.logger.warn("database not writable yet; migrations will be retried", {
-        ...describeError(error),
-      });
+      if (lockTimedOut(error)) {
+        this.logger.warn("migration lock held elsewhere; migrations will be retried", {
+          ...describeError(error),
+        });
+      } else if (databaseUnavailable(error)) {
+        this.logger.warn("database not writable yet; migrations will be retried", {
+          ...describeError(error),
+        });
+      } else throw error;
       this.retryLater();
     }
   }
@@ -52,7 +58,7 @@ export class MigrationsUntilDone {
       } catch (error) {
         // Even a non-connection error may be the database's state (e.g. a lock held by a
         // replica that died); the service stays not ready and says why.
-        if (!databaseUnavailable(error))
+        if (!databaseUnavailable(error) && !lockTimedOut(error))
           this.logger.error("migrations failed; retrying", describeError(error));
         this.retryLater();
       }
