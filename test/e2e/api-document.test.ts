@@ -387,6 +387,8 @@ describe("every documented operation, against the running services", () => {
       // V4, V5: refused notifications and the audit log of replays.
       [payments, "/api/notifications/rejected"],
       [payments, "/api/audit"],
+      // B3: the reconciliation runs (the anti-entropy check's, kind inbox).
+      [payments, "/api/reconciliation/runs"],
     ] as const) {
       expect((await call(service, "GET", url, { token: admin })).status).toBe(200);
       expect((await call(service, "GET", url, { token: customer })).status).toBe(403);

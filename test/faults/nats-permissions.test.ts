@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { unique } from "@commerce/testing/basics";
+import { eventually, unique } from "@commerce/testing/basics";
 import { PrivateNats } from "@commerce/testing/nats-server";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 import { connect, type NatsConnection } from "nats";
@@ -25,7 +25,12 @@ beforeAll(async () => {
     serviceEnv: {
       // Both documented forms: separate variables, and the user information of NATS_URL.
       api: { NATS_USER: "api", NATS_PASSWORD: passwords.api },
-      payments: { NATS_URL: `nats://payments:${passwords.payments}@127.0.0.1:${nats.port}` },
+      payments: {
+        NATS_URL: `nats://payments:${passwords.payments}@127.0.0.1:${nats.port}`,
+        // B2: the anti-entropy question runs every second here, so the test sees it answered.
+        ANTI_ENTROPY_INTERVAL_SECONDS: "1",
+        ANTI_ENTROPY_GRACE_SECONDS: "1",
+      },
     },
   });
 });
@@ -165,6 +170,50 @@ describe("NATS permissions", () => {
       });
     // And its own inbox works: a request answered by someone the user may hear from.
     expect(await subscribeAs("api", "_INBOX_api.>")).toBeUndefined();
+  });
+
+  test("N1: only payments may ask the api which notifications it applied (B2's question), and the api answers only on the question's reply subject", async () => {
+    const order = await stack.newOrder();
+    const notification = succeeded(order);
+    const since = new Date();
+    expect((await stack.notify(notification)).status).toBe(200);
+    await stack.paid(order.order_id);
+    // The service's own anti-entropy runs compare it with what the api applied, unrefused.
+    await eventually(
+      async () =>
+        (
+          await stack.sql`
+            select 1 from payments.reconciliation_runs
+            where scope = 'PAYMENTS' and kind = 'inbox' and started_at > ${since}
+              and checked > 0 and errors = 0 and finished_at is not null`
+        )[0],
+      15_000,
+      "a complete anti-entropy run that compared the payment",
+    );
+    expect(await nats.log()).not.toContain('Subject "payment-inbox.applied"');
+    expect(await nats.log()).not.toContain(
+      'Publish Violation - User "api", Subject "_INBOX_payments',
+    );
+
+    const nc = await connectAs("payments");
+    try {
+      const reply = await nc.request(
+        "payment-inbox.applied",
+        JSON.stringify({ ids: [notification.id, unique("never")] }),
+        { timeout: 5000 },
+      );
+      expect(reply.json()).toEqual({ applied: [notification.id], pending_since: null });
+    } finally {
+      await nc.close();
+    }
+    // The api may not ask, nor answer into payments' inbox outside a question it received.
+    expect(
+      await publishAs("api", "payment-inbox.applied", { ids: [notification.id] }),
+    ).toMatchObject({ code: "PERMISSIONS_VIOLATION", subject: "payment-inbox.applied" });
+    expect(await publishAs("api", "_INBOX_payments.forged", { applied: [] })).toMatchObject({
+      code: "PERMISSIONS_VIOLATION",
+      subject: "_INBOX_payments.forged",
+    });
   });
 
   test("N1: an order-paid message from the api's user, or from no user, is refused and never applied", async () => {

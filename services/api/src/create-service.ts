@@ -10,6 +10,7 @@ import type { ApiDeps } from "./deps";
 import { deleteExpiredIdempotencyKeys } from "./lib/idempotency";
 import { OrderExpirySweeper } from "./modules/orders/expiry";
 import { deleteOldOutboxRows } from "./modules/outbox/retention";
+import { AppliedAnswerer } from "./modules/payment-inbox/applied-answer";
 import { PaymentConsumer } from "./modules/payment-inbox/consumer";
 import { ensurePaymentConsumer } from "./modules/payment-inbox/subscription";
 import { registerReviewMetrics } from "./modules/reviews/service";
@@ -30,11 +31,19 @@ export async function createService(
     migrations,
     outboxSubjects: (topology) => orderEventNames.map((event) => topology.orders.event(event)),
     async onNatsConnect(jsm) {
+      // B2: payments' anti-entropy asks which notifications were applied; answered from here.
+      appliedAnswerer.listen(core.nats.nc);
       await ensurePaymentConsumer(jsm, core.topology);
       consumer.start();
     },
   });
   const { logger, relay } = core;
+  const appliedAnswerer = new AppliedAnswerer({
+    sql: core.sql,
+    topology: core.topology,
+    logger,
+    nats: core.nats,
+  });
   const db = createDatabase(core.sql);
   const webhookMetrics = new WebhookMetrics(core.metrics, core.sql);
   const dispatcher = new WebhookDispatcher(
@@ -54,6 +63,7 @@ export async function createService(
     metrics: core.metrics,
     tracer: core.tracer,
     outboxWritten: eventsWritten,
+    declare: async () => ensurePaymentConsumer(await core.nats.manager(), core.topology),
   });
 
   const deps: ApiDeps = {
@@ -127,6 +137,7 @@ export async function createService(
         ["webhook dispatcher", () => dispatcher.stop()],
         ["webhook metrics", () => webhookMetrics.stop()],
         ["payment consumer", () => consumer.stop()],
+        ["applied-notifications answers", () => appliedAnswerer.stop()],
       ]),
   };
 }

@@ -14,6 +14,7 @@ import { auditController } from "./modules/audit";
 import { notificationsController } from "./modules/notifications";
 import { operatorController } from "./modules/operator";
 import { providersOf } from "./modules/providers";
+import { reconciliationController } from "./modules/reconciliation";
 import { refusalsController } from "./modules/refusals";
 import { statusController } from "./modules/status";
 
@@ -94,7 +95,8 @@ export function createApp(deps: PaymentsDeps) {
       ),
     )
     .use(statusController(deps))
-    .use(auditController(deps));
+    .use(auditController(deps))
+    .use(reconciliationController(deps));
   routes.readFrom(() => app.routes);
   return app;
 }

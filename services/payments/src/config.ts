@@ -35,6 +35,25 @@ export const paymentsEnv = Type.Object({
     description:
       "F3: hours a refund is asked again (same key) without a definite answer before a refund_unknown review asks a person",
   }),
+  ANTI_ENTROPY_INTERVAL_SECONDS: Var.integer({
+    minimum: 0,
+    maximum: 3600,
+    default: 10,
+    description:
+      "B2: how often payments compares what it published with what the api applied; 0 = off",
+  }),
+  ANTI_ENTROPY_WINDOW_HOURS: Var.integer({
+    minimum: 1,
+    maximum: 720,
+    default: 24,
+    description: "B2: how far back the comparison looks (a trailing window)",
+  }),
+  ANTI_ENTROPY_GRACE_SECONDS: Var.integer({
+    minimum: 1,
+    maximum: 3600,
+    default: 30,
+    description: "B2: how long a published message may take to be applied before it is missing",
+  }),
   ...providerVariables,
 });
 
@@ -55,5 +74,10 @@ export function loadConfig(env: Env) {
     providers: providerSettings(vars),
     /** F3: how long a refund without a definite answer is asked again. */
     refundGiveUpMs: vars.REFUND_GIVE_UP_HOURS * 3_600_000,
+    antiEntropy: {
+      intervalMs: vars.ANTI_ENTROPY_INTERVAL_SECONDS * 1000,
+      windowMs: vars.ANTI_ENTROPY_WINDOW_HOURS * 3_600_000,
+      graceMs: vars.ANTI_ENTROPY_GRACE_SECONDS * 1000,
+    },
   };
 }

@@ -6,6 +6,7 @@ import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
 import { refundClientsOf } from "./modules/providers";
+import { AntiEntropy } from "./modules/reconciliation/anti-entropy";
 import { RefundRequests } from "./modules/refunds/requests";
 import { RefundWorker, type RefundWorkerOptions } from "./modules/refunds/worker";
 import { RefusalTally } from "./modules/refusals/tally";
@@ -87,6 +88,16 @@ export async function createService(
     logger: core.logger,
     recorded: () => refundWorker.kick(),
   });
+  // B2: what was published and never applied is found and published again.
+  const antiEntropy = new AntiEntropy({
+    sql: core.sql,
+    nats: core.nats,
+    topology: core.topology,
+    logger: core.logger,
+    metrics: core.metrics,
+    outboxWritten: () => core.relay.kick(),
+    settings: config.antiEntropy,
+  });
 
   return {
     app,
@@ -94,8 +105,12 @@ export async function createService(
     relay: core.relay,
     nats: core.nats,
     refundWorker,
+    antiEntropy,
     start: () => {
-      core.start(app, () => refundWorker.start());
+      core.start(app, () => {
+        refundWorker.start();
+        antiEntropy.start();
+      });
       deps.refusals.start();
     },
     // O7, V4: the refusals counted up to the last request are written before the database closes;
@@ -103,6 +118,7 @@ export async function createService(
     stop: () =>
       core.stop(app, [
         ["refused notifications", () => deps.refusals.stop()],
+        ["anti-entropy", () => antiEntropy.stop()],
         ["refund requests", () => refundRequests.stop()],
         ["refund worker", () => refundWorker.stop()],
       ]),

@@ -31,6 +31,11 @@ export function messageTopology(prefix = "") {
     paymentEventsConsumer: `${P}api-payment-events`.replaceAll("_", "-"),
     /** F2: the payments service's durable consumer of `orders.refund_requested`. */
     refundRequestsConsumer: `${P}payments-refund-requests`.replaceAll("_", "-"),
+    /**
+     * B2: payments asks the api (request/reply, core NATS) which of its published notification
+     * ids the api has applied; outside both streams, so no stream keeps the question.
+     */
+    appliedQuery: `${p}payment-inbox.applied`,
   };
 }
 

@@ -65,6 +65,10 @@ export const notifications = payments.table(
 /** Every row carries its notification id; V3 finds a notification's message and replays by it. */
 export const outbox = outboxTable(payments, (table) => [
   index("outbox_notification_id_idx").on(sql`(${table.payload}->>'notification_id')`),
+  // B2: the anti-entropy check pages through what was published in its window by this key.
+  index("outbox_published_at_idx")
+    .on(table.publishedAt, table.id)
+    .where(sql`${table.publishedAt} is not null`),
 ]);
 
 /**
@@ -141,4 +145,46 @@ export const refunds = payments.table(
       sql`${table.status} in ('requested', 'pending', 'succeeded', 'failed', 'unknown')`,
     ),
   ],
+);
+
+/**
+ * B3: one reconciliation run, as the operator lists them. `scope` is the stream it checked
+ * (`PAYMENTS`, or a test stack's own): stacks sharing a database list only their own runs.
+ * `provider` is null for a kind that is not one provider's (B2's `inbox`).
+ */
+export const reconciliationRuns = payments.table(
+  "reconciliation_runs",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    scope: text("scope").notNull(),
+    provider: text("provider"),
+    kind: text("kind").notNull(),
+    windowFrom: timestamp("window_from", { withTimezone: true }).notNull(),
+    windowTo: timestamp("window_to", { withTimezone: true }).notNull(),
+    startedAt: timestamp("started_at", { withTimezone: true }).notNull().defaultNow(),
+    /** Null while it runs, or when it was cut off (its checkpoint did not move). */
+    finishedAt: timestamp("finished_at", { withTimezone: true }),
+    checked: integer("checked").notNull().default(0),
+    found: integer("found").notNull().default(0),
+    applied: integer("applied").notNull().default(0),
+    errors: integer("errors").notNull().default(0),
+  },
+  // B3's listing, newest first, and the retention that deletes old runs.
+  (table) => [index("reconciliation_runs_scope_idx").on(table.scope, table.startedAt, table.id)],
+);
+
+/**
+ * B2 (and B1's kinds): one row per kind of run and scope. A run holds its row locked
+ * (`for update skip locked`, N14 v5: a row of this schema, never an advisory lock), so one
+ * replica runs at a time, and moves `checked_until` when it completes: the next run starts there.
+ */
+export const reconciliationCheckpoints = payments.table(
+  "reconciliation_checkpoints",
+  {
+    kind: text("kind").notNull(),
+    scope: text("scope").notNull(),
+    /** Everything published up to here was compared (B2); null before the first complete run. */
+    checkedUntil: timestamp("checked_until", { withTimezone: true }),
+  },
+  (table) => [primaryKey({ columns: [table.kind, table.scope] })],
 );

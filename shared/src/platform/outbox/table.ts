@@ -19,8 +19,10 @@ import {
 export function outboxTable(
   schema: PgSchema,
   moreIndexes: (table: {
+    id: ExtraConfigColumn;
     payload: ExtraConfigColumn;
     createdAt: ExtraConfigColumn;
+    publishedAt: ExtraConfigColumn;
   }) => IndexBuilder[] = () => [],
 ) {
   return schema.table(

@@ -31,6 +31,11 @@ export type PaymentConsumerDeps = {
   outboxWritten: () => void;
   /** Messages applied through the general path at once (default `defaultConcurrency`). */
   concurrency?: number;
+  /**
+   * B2: declares the durable consumer again when it is gone (deleted, or its stream re-created);
+   * without it the loop would retry a consumer that no longer exists until the next reconnect.
+   */
+  declare?: () => Promise<void>;
 };
 
 const decoder = new TextDecoder();
@@ -104,16 +109,23 @@ export class PaymentConsumer {
       try {
         const js = nats.jetstream();
         if (!js) throw new Error("nats is not connected");
-        const consumer = await js.consumers.get(
-          topology.payments.stream,
-          topology.paymentEventsConsumer,
-        );
+        const consumer = await js.consumers
+          .get(topology.payments.stream, topology.paymentEventsConsumer)
+          .catch(async (error) => {
+            if (!this.deps.declare || !/not found/i.test(String(error))) throw error;
+            logger.warn("payment consumer not found; declaring it again", describeError(error));
+            await this.deps.declare();
+            return js.consumers.get(topology.payments.stream, topology.paymentEventsConsumer);
+          });
         // X1: after losing its NATS node or the consumer's leader the client re-pulls only after
         // missed heartbeats (expires / 2) or a failed info check (retried every `expires`), so
         // 5 s instead of nats.js's 30 s is how long messages wait after a cluster fail-over.
         this.messages = await consumer.consume({
           max_messages: maxInFlight,
           expires: pullExpiresMs,
+          // B2: a deleted consumer (or stream) ends the pulls, so the loop declares it again,
+          // instead of nats.js waiting for someone else to restore it.
+          abort_on_missing_resource: this.deps.declare !== undefined,
         });
         for await (const message of this.messages) {
           while (this.inFlight.size >= maxInFlight) await Promise.race(this.inFlight);

@@ -1,0 +1,62 @@
+import { integer } from "@commerce/shared/platform/http/fields";
+import { page, pageQuery } from "@commerce/shared/platform/http/paging";
+import { named } from "@commerce/shared/platform/openapi";
+import { t } from "elysia";
+
+const timestamp = (description: string) => t.String({ format: "date-time", description });
+
+/** B3: one reconciliation run as the operator lists it. */
+export const reconciliationRun = t.Object({
+  id: integer(),
+  provider: t.Nullable(
+    t.String({ description: "The provider it asked (stripe, adyen); null for inbox" }),
+  ),
+  kind: t.String({
+    description:
+      "events, objects or report (a provider's), or inbox (what payments published against what the api applied)",
+    examples: ["inbox"],
+  }),
+  window_from: timestamp("The start of what it compared"),
+  window_to: timestamp("The end of what it compared"),
+  started_at: timestamp("When it started"),
+  finished_at: t.Nullable(
+    timestamp("When it ended; null while it runs, or when it was cut off by a crash"),
+  ),
+  checked: integer({ description: "What it compared: for inbox, published messages" }),
+  found: integer({ description: "What it found missing: for inbox, notifications never applied" }),
+  applied: integer({ description: "What it repaired: for inbox, messages published again" }),
+  errors: integer({
+    description: "Failures that cut it short (for inbox: the api did not answer); 0 when complete",
+  }),
+});
+
+export const runsQuery = t.Object(pageQuery);
+
+export const runsPage = named("ReconciliationRunPage", page(reconciliationRun), {
+  description: "Reconciliation runs, newest first",
+  examples: [
+    {
+      items: [
+        {
+          id: 4127,
+          provider: null,
+          kind: "inbox",
+          window_from: "2026-11-28T04:10:12.402Z",
+          window_to: "2026-11-28T04:11:02.418Z",
+          started_at: "2026-11-28T04:11:32.418Z",
+          finished_at: "2026-11-28T04:11:32.431Z",
+          checked: 212,
+          found: 1,
+          applied: 1,
+          errors: 0,
+        },
+      ],
+      page: 1,
+      pages: 1,
+      per_page: 20,
+      total: 1,
+    },
+  ],
+});
+
+export type ReconciliationRun = typeof reconciliationRun.static;
