@@ -1,6 +1,7 @@
 import { type MessageTopology, orderEventNames } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
 import { NotFoundError, ValidationError } from "@commerce/shared/platform/errors";
+import { withDeliveryLock } from "./manual-attempt";
 
 /** H3: how far back replay-missing and recover reach; the api keeps order events this long. */
 export const recoveryDays = 30;
@@ -60,13 +61,21 @@ export async function recoverFailed(
   sql: Sql,
   endpointId: number,
   since: string,
+  lockWaitMs: number,
 ): Promise<{ queued: number }> {
   const from = sinceOf(since);
   await endpointExists(sql, endpointId);
-  const queued = await sql`
-    update api.webhook_deliveries
-    set next_attempt_at = now(), leased_until = null, status = 'pending'
-    where endpoint_id = ${endpointId} and status = 'failed' and created_at >= ${from}::timestamptz
-    returning id`;
+  // N22: a delivery an admin's retry is attempting is locked; recover waits for that attempt to
+  // be recorded (at most `lockWaitMs`, then 409) and judges the delivery as it then is.
+  const queued = await withDeliveryLock(
+    sql,
+    lockWaitMs,
+    undefined,
+    (tx) => tx`
+      update api.webhook_deliveries
+      set next_attempt_at = now(), leased_until = null, status = 'pending'
+      where endpoint_id = ${endpointId} and status = 'failed' and created_at >= ${from}::timestamptz
+      returning id`,
+  );
   return { queued: queued.length };
 }
