@@ -213,13 +213,12 @@ describe("U7 What is failing now?", () => {
 });
 
 describe("U7 H3 a disabled endpoint and Replay missing", () => {
-  test("H3, U7 events while an endpoint is disabled get no delivery (the console says so); Replay missing on its page delivers them", async () => {
+  test("H3 (v5), U7 events while an endpoint is disabled get no delivery (the console says so); its page says when and by whom it was disabled, and Replay missing from that moment delivers them", async () => {
     const warehouse = await receiver();
     const id = await endpointFor(warehouse, `Warehouse ${unique("d")}`);
     const page = await con.signedIn();
     await page.goto(`${con.stack.api.url}/console/webhooks/${id}`);
     await heading(page, `Endpoint ${id}`);
-    const disabledAt = new Date(Date.now() - 60_000);
     await click(page, "button", "Disable endpoint");
     await sees(page, "get no delivery at all");
     await sees(page, "Replay missing");
@@ -246,7 +245,17 @@ describe("U7 H3 a disabled endpoint and Replay missing", () => {
     await fill(page, "textbox", "Note", "Maintenance over");
     await click(page, "button", "Confirm");
     await byRole(page, "button", "Disable endpoint");
-    // The date field is labelled; the default (24 h back) covers the time it was disabled.
+    // H3 (v5): the page says when and by whom it was disabled, and offers that moment (to the
+    // minute, in the viewer's zone) as the date to replay from.
+    await sees(page, "Last disabled");
+    await sees(page, `by ${con.adminSub}`);
+    const endpoint = await con.stack.callApi(
+      "GET",
+      `/api/webhook-endpoints/${id}`,
+      con.stack.admin,
+    );
+    const disabledAt = new Date(endpoint.json.disabled_at);
+    expect(endpoint.json.disabled_by).toBe(con.adminSub);
     const since = await byRole(page, "textbox", "Replay events since").catch(() =>
       page.$("#replay-missing-since"),
     );
@@ -254,7 +263,9 @@ describe("U7 H3 a disabled endpoint and Replay missing", () => {
     const local = new Date(disabledAt.getTime() - disabledAt.getTimezoneOffset() * 60_000)
       .toISOString()
       .slice(0, 16);
-    await page.$eval("#replay-missing-since", (e, v) => ((e as any).value = v), local);
+    expect(
+      await page.$eval("#replay-missing-since", (e) => (e as unknown as { value: string }).value),
+    ).toBe(local);
     await click(page, "button", "Replay missing");
     await sees(page, "queued");
     expect(await text(page)).toMatch(/[1-9]\d* deliver(y|ies) queued/);

@@ -164,7 +164,10 @@ async function attemptLocked(
         failing_since = case when ${ok} then null else e.failing_since end,
         status = case when ${result.statusCode === 410} then 'disabled' else e.status end,
         disabled_reason = case when ${result.statusCode === 410} then 'gone'
-          else e.disabled_reason end
+          else e.disabled_reason end,
+        -- H3 (v5): when the api disabled it (a retry runs only while it is enabled).
+        disabled_at = case when ${result.statusCode === 410} then now() else e.disabled_at end,
+        disabled_by = case when ${result.statusCode === 410} then null else e.disabled_by end
       where e.id = ${endpointId}
     )
     select to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at from attempt`;
