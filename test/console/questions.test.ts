@@ -3,6 +3,13 @@ import type { ElementHandle, Page } from "puppeteer-core";
 import { eventually, unique } from "../harness/basics";
 import { byRole, click, fill, heading, present, sees } from "../harness/browser";
 import { succeeded } from "../harness/processes";
+import {
+  otherStripeSecret,
+  paymentIntent,
+  providersEnv,
+  stripeEvent,
+  stripeRequest,
+} from "../harness/provider-requests";
 import { startWebhookReceiver, type WebhookReceiver } from "../harness/webhook-receiver";
 import { type ConsoleTestbed, openConsole } from "./support";
 
@@ -22,7 +29,8 @@ beforeAll(async () => {
   // H7: the test's receivers are on loopback, over http.
   // Its own database: the health line counts failing endpoints and refusals over whole tables.
   con = await openConsole({
-    env: { WEBHOOK_ALLOW_HTTP: "1", WEBHOOK_ALLOW_PRIVATE: "1" },
+    // Stripe and Adyen on too, so refusals of each provider can be seen (N21).
+    env: { WEBHOOK_ALLOW_HTTP: "1", WEBHOOK_ALLOW_PRIVATE: "1", ...providersEnv },
     ownDatabase: true,
   });
 }, 60_000);
@@ -316,12 +324,23 @@ describe("U7 Who did this, and why?", () => {
 });
 
 describe("U7 Why is order N not paid? What did payments refuse?", () => {
-  test("U7, V4 a notification signed with a wrong secret shows on the order page and on the Refusals view, in words", async () => {
+  test("U7, V4, N21 (v5) a notification signed with a wrong secret shows on the order page and on the Refusals view, in words; each refusal's hint names its own provider's secret", async () => {
     const order = await con.stack.newOrder(1600);
     const refused = await con.stack.notify(succeeded(order), {
       secret: "whsec_a_rotated_or_mistyped_secret",
     });
     expect(refused.status).toBe(401);
+    // The same order claimed by a Stripe event signed with a secret payments does not have.
+    const stripe = await stripeRequest(
+      stripeEvent("payment_intent.succeeded", paymentIntent(order.order_id)),
+      { secret: otherStripeSecret },
+    );
+    const stripeRefused = await fetch(`${con.stack.payments.url}/api/webhooks/stripe`, {
+      method: "POST",
+      headers: stripe.headers,
+      body: await stripe.text(),
+    });
+    expect(stripeRefused.status).toBe(401);
     const page = await con.signedIn();
     await page.goto(`${con.stack.api.url}/console/orders/${order.order_id}`);
     await heading(page, `Order ${order.order_id}`);
@@ -338,11 +357,29 @@ describe("U7 Why is order N not paid? What did payments refuse?", () => {
     );
     expect(shown).toContain("none of them changed it");
     expect(await con.stack.orderStatus(order.order_id)).toBe("created");
+    // N21: each cause names the secret setting of the provider whose signature failed.
+    const both = await eventually(
+      async () => {
+        await page.goto(`${con.stack.api.url}/console/orders/${order.order_id}`);
+        const said = await text(await section(page, "Refused by payments"));
+        return said.includes("stripe: Signature does not match") ? said : undefined;
+      },
+      30_000,
+      "the Stripe refusal on the order page",
+    );
+    expect(both).toMatch(/stripe: Signature does not match[^\n]*STRIPE_WEBHOOK_SECRETS/);
+    expect(both).toMatch(/generic: Signature does not match[^\n]*PAYMENT_WEBHOOK_SECRETS/);
 
     await click(page, "link", "Refusals");
     await heading(page, "Refused notifications");
     await sees(page, "Signature does not match");
     await byRole(page, "link", `Order ${order.order_id}`);
+    const cards = await page.$$eval("article.card", (all) =>
+      all.map((card) => (card as unknown as { innerText: string }).innerText),
+    );
+    const stripeCard = cards.find((card) => card.startsWith("stripe: Signature does not match"));
+    expect(stripeCard).toContain("STRIPE_WEBHOOK_SECRETS");
+    expect(stripeCard).not.toContain("PAYMENT_WEBHOOK_SECRETS");
     await con.accessible(page);
     await page.close();
   });
