@@ -38,6 +38,8 @@ const decoder = new TextDecoder();
  * to end (O7), so it is short; an idle consumer pulls again this often, which costs nothing.
  */
 const pullExpiresMs = 2_000;
+/** How long after its `expires` a pull request is surely over at JetStream too. */
+const requestEndMarginMs = 500;
 /**
  * M5: messages taken in at once (applied, or waiting for their batch or their order's turn). Each
  * holds its place until acked, well within the consumer's 30 s ack wait.
@@ -123,13 +125,29 @@ export class PaymentConsumer {
           if (this.stopped) break;
           // X1: the fetch's idle heartbeats (expires / 2) and its end after `expires` are how soon
           // the loop pulls again after losing its NATS node or the consumer's leader.
+          const requestEnds = Date.now() + pullExpiresMs + requestEndMarginMs;
           const fetched = await consumer.fetch({
             max_messages: maxInFlight - this.inFlight.size,
             expires: pullExpiresMs,
           });
-          for await (const message of fetched) {
-            const handled = this.handle(message).finally(() => this.inFlight.delete(handled));
-            this.inFlight.add(handled);
+          // O7 (v5): what arrives once the shutdown began is held, not applied, and given back
+          // once JetStream has ended the request, so it hands it out again at once.
+          const held: JsMsg[] = [];
+          try {
+            for await (const message of fetched) {
+              if (this.stopped) {
+                held.push(message);
+                continue;
+              }
+              const handled = this.handle(message).finally(() => this.inFlight.delete(handled));
+              this.inFlight.add(handled);
+            }
+          } finally {
+            // The fetch usually ends on JetStream's word, but it also ends on nats.js's own timer
+            // (expires × 1.05), which can fire first on a busy event loop: wait until the request
+            // has expired at the server as well.
+            if (held.length > 0) await Bun.sleep(Math.max(0, requestEnds - Date.now()));
+            for (const message of held) message.nak();
           }
         }
       } catch (error) {
@@ -250,10 +268,11 @@ export class PaymentConsumer {
    * (O7). O7 (v5): the pull is drained, not dropped. JetStream delivers to a pull request until
    * the request is filled or expires; one whose subscriber has gone is noticed only on its next
    * pass over the waiting requests, and the message it sends there before that is lost until
-   * the consumer's ack wait (30 s) hands it out again. Giving a message back (nak) at shutdown
-   * does not help: it is sent again at once, to the request still open. So the loop starts no
-   * new fetch, the current one runs to its end (at most `pullExpiresMs`) and what it brings is
-   * applied like any other message; after that JetStream holds nothing for this process.
+   * the consumer's ack wait (30 s) hands it out again. Giving a message back (nak) while the
+   * request is open does not help: it is sent again at once, to that request. So the loop starts
+   * no new fetch, and what the current one still brings is held until JetStream ends it (at most
+   * `pullExpiresMs`), then given back (nak): JetStream hands it at once to another replica, or to
+   * this api after its restart, and holds nothing for this process.
    */
   async stop(): Promise<void> {
     this.stopped = true;
