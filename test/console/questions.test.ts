@@ -367,6 +367,8 @@ describe("U7 Why is order N not paid? What did payments refuse?", () => {
       30_000,
       "the Stripe refusal on the order page",
     );
+    // The true count of refusals naming the order, of both providers.
+    expect(both).toContain("Payments refused 2 notifications naming this order");
     expect(both).toMatch(/stripe: Signature does not match[^\n]*STRIPE_WEBHOOK_SECRETS/);
     expect(both).toMatch(/generic: Signature does not match[^\n]*PAYMENT_WEBHOOK_SECRETS/);
 

@@ -137,6 +137,8 @@ export async function refusalsOfOrder(place: Element, orderId: number) {
       .filter((example) => example.order_id === orderId)
       .map((example) => ({ ...example, provider: refusal.provider })),
   );
+  // N21: the true count payments keeps per order, not the examples it shows.
+  const refused = items.reduce((sum, refusal) => sum + refusal.count, 0);
   place.replaceChildren(
     examples.length
       ? h(
@@ -145,7 +147,7 @@ export async function refusalsOfOrder(place: Element, orderId: number) {
           h(
             "p",
             { class: "problem", role: "note" },
-            `Payments refused ${examples.length} notification${examples.length === 1 ? "" : "s"} naming this order: none of them changed it.`,
+            `Payments refused ${refused} notification${refused === 1 ? "" : "s"} naming this order: none of them changed it.${refused > examples.length ? ` The first and latest ${examples.length} are below.` : ""}`,
           ),
           table(
             ["At", "Provider", "Reason", "From"],
