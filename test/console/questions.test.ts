@@ -3,6 +3,13 @@ import type { ElementHandle, Page } from "puppeteer-core";
 import { eventually, unique } from "../harness/basics";
 import { byRole, click, fill, heading, present, sees } from "../harness/browser";
 import { succeeded } from "../harness/processes";
+import {
+  otherStripeSecret,
+  paymentIntent,
+  providersEnv,
+  stripeEvent,
+  stripeRequest,
+} from "../harness/provider-requests";
 import { startWebhookReceiver, type WebhookReceiver } from "../harness/webhook-receiver";
 import { type ConsoleTestbed, openConsole } from "./support";
 
@@ -22,7 +29,8 @@ beforeAll(async () => {
   // H7: the test's receivers are on loopback, over http.
   // Its own database: the health line counts failing endpoints and refusals over whole tables.
   con = await openConsole({
-    env: { WEBHOOK_ALLOW_HTTP: "1", WEBHOOK_ALLOW_PRIVATE: "1" },
+    // Stripe and Adyen on too, so refusals of each provider can be seen (N21).
+    env: { WEBHOOK_ALLOW_HTTP: "1", WEBHOOK_ALLOW_PRIVATE: "1", ...providersEnv },
     ownDatabase: true,
   });
 }, 60_000);
@@ -213,13 +221,12 @@ describe("U7 What is failing now?", () => {
 });
 
 describe("U7 H3 a disabled endpoint and Replay missing", () => {
-  test("H3, U7 events while an endpoint is disabled get no delivery (the console says so); Replay missing on its page delivers them", async () => {
+  test("H3 (v5), U7 events while an endpoint is disabled get no delivery (the console says so); its page says when and by whom it was disabled, and Replay missing from that moment delivers them", async () => {
     const warehouse = await receiver();
     const id = await endpointFor(warehouse, `Warehouse ${unique("d")}`);
     const page = await con.signedIn();
     await page.goto(`${con.stack.api.url}/console/webhooks/${id}`);
     await heading(page, `Endpoint ${id}`);
-    const disabledAt = new Date(Date.now() - 60_000);
     await click(page, "button", "Disable endpoint");
     await sees(page, "get no delivery at all");
     await sees(page, "Replay missing");
@@ -246,7 +253,17 @@ describe("U7 H3 a disabled endpoint and Replay missing", () => {
     await fill(page, "textbox", "Note", "Maintenance over");
     await click(page, "button", "Confirm");
     await byRole(page, "button", "Disable endpoint");
-    // The date field is labelled; the default (24 h back) covers the time it was disabled.
+    // H3 (v5): the page says when and by whom it was disabled, and offers that moment (to the
+    // minute, in the viewer's zone) as the date to replay from.
+    await sees(page, "Last disabled");
+    await sees(page, `by ${con.adminSub}`);
+    const endpoint = await con.stack.callApi(
+      "GET",
+      `/api/webhook-endpoints/${id}`,
+      con.stack.admin,
+    );
+    const disabledAt = new Date(endpoint.json.disabled_at);
+    expect(endpoint.json.disabled_by).toBe(con.adminSub);
     const since = await byRole(page, "textbox", "Replay events since").catch(() =>
       page.$("#replay-missing-since"),
     );
@@ -254,7 +271,9 @@ describe("U7 H3 a disabled endpoint and Replay missing", () => {
     const local = new Date(disabledAt.getTime() - disabledAt.getTimezoneOffset() * 60_000)
       .toISOString()
       .slice(0, 16);
-    await page.$eval("#replay-missing-since", (e, v) => ((e as any).value = v), local);
+    expect(
+      await page.$eval("#replay-missing-since", (e) => (e as unknown as { value: string }).value),
+    ).toBe(local);
     await click(page, "button", "Replay missing");
     await sees(page, "queued");
     expect(await text(page)).toMatch(/[1-9]\d* deliver(y|ies) queued/);
@@ -305,12 +324,23 @@ describe("U7 Who did this, and why?", () => {
 });
 
 describe("U7 Why is order N not paid? What did payments refuse?", () => {
-  test("U7, V4 a notification signed with a wrong secret shows on the order page and on the Refusals view, in words", async () => {
+  test("U7, V4, N21 (v5) a notification signed with a wrong secret shows on the order page and on the Refusals view, in words; each refusal's hint names its own provider's secret", async () => {
     const order = await con.stack.newOrder(1600);
     const refused = await con.stack.notify(succeeded(order), {
       secret: "whsec_a_rotated_or_mistyped_secret",
     });
     expect(refused.status).toBe(401);
+    // The same order claimed by a Stripe event signed with a secret payments does not have.
+    const stripe = await stripeRequest(
+      stripeEvent("payment_intent.succeeded", paymentIntent(order.order_id)),
+      { secret: otherStripeSecret },
+    );
+    const stripeRefused = await fetch(`${con.stack.payments.url}/api/webhooks/stripe`, {
+      method: "POST",
+      headers: stripe.headers,
+      body: await stripe.text(),
+    });
+    expect(stripeRefused.status).toBe(401);
     const page = await con.signedIn();
     await page.goto(`${con.stack.api.url}/console/orders/${order.order_id}`);
     await heading(page, `Order ${order.order_id}`);
@@ -327,11 +357,31 @@ describe("U7 Why is order N not paid? What did payments refuse?", () => {
     );
     expect(shown).toContain("none of them changed it");
     expect(await con.stack.orderStatus(order.order_id)).toBe("created");
+    // N21: each cause names the secret setting of the provider whose signature failed.
+    const both = await eventually(
+      async () => {
+        await page.goto(`${con.stack.api.url}/console/orders/${order.order_id}`);
+        const said = await text(await section(page, "Refused by payments"));
+        return said.includes("stripe: Signature does not match") ? said : undefined;
+      },
+      30_000,
+      "the Stripe refusal on the order page",
+    );
+    // The true count of refusals naming the order, of both providers.
+    expect(both).toContain("Payments refused 2 notifications naming this order");
+    expect(both).toMatch(/stripe: Signature does not match[^\n]*STRIPE_WEBHOOK_SECRETS/);
+    expect(both).toMatch(/generic: Signature does not match[^\n]*PAYMENT_WEBHOOK_SECRETS/);
 
     await click(page, "link", "Refusals");
     await heading(page, "Refused notifications");
     await sees(page, "Signature does not match");
     await byRole(page, "link", `Order ${order.order_id}`);
+    const cards = await page.$$eval("article.card", (all) =>
+      all.map((card) => (card as unknown as { innerText: string }).innerText),
+    );
+    const stripeCard = cards.find((card) => card.startsWith("stripe: Signature does not match"));
+    expect(stripeCard).toContain("STRIPE_WEBHOOK_SECRETS");
+    expect(stripeCard).not.toContain("PAYMENT_WEBHOOK_SECRETS");
     await con.accessible(page);
     await page.close();
   });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import postgres from "postgres";
-import { testDatabaseUrl, token, unique } from "../harness/basics";
+import { signToken, testDatabaseUrl, token, unique } from "../harness/basics";
 import { byRole, click, fill, heading, phone, screenshot, sees } from "../harness/browser";
 import { type ConsoleTestbed, openConsole } from "./support";
 
@@ -262,6 +262,44 @@ describe("N16 the sign-in link carries a one-time code", () => {
     expect(await old.evaluate(() => (globalThis as any).sessionStorage.length)).toBe(0);
     expect(old.url()).toBe(`${con.stack.api.url}/console`);
     await old.close();
+  });
+});
+
+describe("N21 a sign-in link never silently replaces a session", () => {
+  test("N21 (v5) a sign-in link opened in a tab signed in already asks before it replaces the session; staying keeps the code unused", async () => {
+    const page = await con.signedIn();
+    const otherSub = unique("other-admin");
+    const otherAdmin = await signToken(otherSub, "admin");
+    const codeOf = async (bearer: string) => {
+      const answer = await fetch(`${con.stack.api.url}/api/console/sign-in-codes`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${bearer}` },
+      });
+      expect(answer.status).toBe(201);
+      return ((await answer.json()) as { code: string }).code;
+    };
+    const kept = () =>
+      page.evaluate(() => (globalThis as any).sessionStorage.getItem("console.token"));
+    // The link pasted into the signed-in tab (from another view, so the page loads it).
+    const code = await codeOf(otherAdmin);
+    await page.goto(`${con.stack.api.url}/console/webhooks`);
+    await page.goto(`${con.stack.api.url}/console#code=${code}`);
+    await heading(page, "Sign in with the link?");
+    await sees(page, `signed in already as ${con.adminSub}`);
+    expect(await kept()).toBe(con.stack.admin);
+    expect(page.url()).toBe(`${con.stack.api.url}/console`);
+    await con.accessible(page);
+    await click(page, "button", `Stay signed in as ${con.adminSub}`);
+    await heading(page, "Orders");
+    expect(await kept()).toBe(con.stack.admin);
+
+    // Asked again, the operator takes the link: the tab is now the other admin's.
+    await page.goto(`${con.stack.api.url}/console/webhooks`);
+    await page.goto(`${con.stack.api.url}/console#code=${code}`);
+    await click(page, "button", "Sign in with the link");
+    await heading(page, "Orders");
+    expect(await kept()).toBe(otherAdmin);
+    await page.close();
   });
 });
 

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import dockerignore from "@balena/dockerignore";
 import { runToEnd } from "@commerce/testing/launch";
 import { importSPKI, jwtVerify } from "jose";
 
@@ -24,6 +25,29 @@ const parseEnv = (text: string) =>
       .filter((line) => /^[A-Z0-9_]+=/.test(line))
       .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
   );
+
+/**
+ * The build context `docker build .` would send (N20): every file under the repository's root
+ * that `.dockerignore` (as Docker reads it: `@balena/dockerignore`, a port of Docker's matcher)
+ * keeps, with `extra` files added as if they were there. `ignoreFile` is the rules' text.
+ */
+function buildContext(ignoreFile: string, extra: string[]): string[] {
+  const rules = ignoreFile.split("\n");
+  // Without exceptions (`!`), a directory left out leaves out all it holds, so it is not walked.
+  expect(rules.some((rule) => rule.trim().startsWith("!"))).toBe(false);
+  const ignored = dockerignore().add(rules);
+  const files: string[] = [];
+  const walk = (relative: string) => {
+    for (const entry of readdirSync(join(root, relative), { withFileTypes: true })) {
+      const path = relative ? `${relative}/${entry.name}` : entry.name;
+      if (ignored.ignores(path)) continue;
+      if (entry.isDirectory()) walk(path);
+      else files.push(path);
+    }
+  };
+  walk("");
+  return [...files, ...extra.filter((path) => !ignored.ignores(path))];
+}
 
 describe("section 1: npm run secrets", () => {
   test("section 1: npm run secrets writes a .env that docker-compose config accepts as it is, the private key apart in a 0600 file", async () => {
@@ -66,6 +90,26 @@ describe("section 1: npm run secrets", () => {
       audience: env.AUTH_AUDIENCE,
     });
     expect(payload).toMatchObject({ sub: "ops", scope: "admin" });
+  });
+
+  test("N20 (v5): no file npm run secrets writes is in the build context, where --dir put it or at the root", () => {
+    const written = readdirSync(dir).filter((name) => name !== "docker-compose.yml");
+    expect(written.sort()).toEqual([".env", "auth-private.pem"]);
+    // As `npm run secrets` writes them by default (the root) and with --dir (a folder).
+    const placed = written.flatMap((name) => [name, `deploy/${name}`, `scripts/local/${name}`]);
+    const ignoreFile = readFileSync(join(root, ".dockerignore"), "utf8");
+    const context = buildContext(ignoreFile, placed);
+    expect(context.filter((path) => placed.includes(path))).toEqual([]);
+    // The context is the source tree: the check sees what the image is built from.
+    expect(context).toContain("Dockerfile");
+    expect(context).toContain("services/api/src/main.ts");
+    expect(context.some((path) => path.startsWith("node_modules/"))).toBe(false);
+    // And it can fail: without its secret rules, the private key is in the context (as it was).
+    const before = ignoreFile
+      .split("\n")
+      .filter((rule) => !/pem|env/.test(rule))
+      .join("\n");
+    expect(buildContext(before, placed)).toContain("auth-private.pem");
   });
 
   test("section 1: a second npm run secrets refuses, in one line, and changes nothing", async () => {

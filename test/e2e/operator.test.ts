@@ -344,6 +344,67 @@ describe("disabling and recovery (H3)", () => {
     expect(hook.forOrder(order.order_id)).toHaveLength(2);
   });
 
+  test("H3 (v5): replay-missing queues no event from before the endpoint existed or subscribed to its type; the endpoint says when and by whom it was disabled, the since to replay from", async () => {
+    const hook = await receiver();
+    const paidAs = async (orderId: number) =>
+      expect(
+        (await call("PATCH", `/api/orders/${orderId}`, { status: "paid", note: "cash" })).status,
+      ).toBe(200);
+    // Before the endpoint exists.
+    const before = await stack.newOrder(700);
+    await paidAs(before.order_id);
+    const endpoint = await subscribe(hook.url, unique("warehouse"), ["orders.created"]);
+    // Subscribed to orders.created only: this order's orders.paid is not for it.
+    const early = await stack.newOrder(700);
+    await paidAs(early.order_id);
+    await eventually(async () => (hook.forOrder(early.order_id).length === 1 ? true : undefined));
+    const path = `/api/webhook-endpoints/${endpoint.id}`;
+    expect((await call("PATCH", path, { events: ["orders.created", "orders.paid"] })).status).toBe(
+      200,
+    );
+    const fresh = await call("GET", path);
+    expect(fresh.json).toMatchObject({ disabled_at: null, disabled_by: null });
+
+    const disabled = await call("PATCH", path, { status: "disabled", note: "warehouse moves" });
+    const disabledAt = disabled.json.disabled_at as string;
+    expect(Date.parse(disabledAt)).toBeGreaterThan(Date.parse(fresh.json.created_at));
+    expect(disabled.json).toMatchObject({
+      status: "disabled",
+      disabled_reason: "manual",
+      disabled_by: subOf(stack.admin),
+    });
+    // Disabling again keeps the moment it was disabled.
+    const twice = await call("PATCH", path, { status: "disabled" });
+    expect(twice.json.disabled_at).toBe(disabledAt);
+    const missed = await stack.newOrder(700);
+    await paidAs(missed.order_id);
+    const enabled = await call("PATCH", path, { status: "enabled" });
+    // Kept after it is enabled again: it is what replay-missing starts from.
+    expect(enabled.json).toMatchObject({
+      status: "enabled",
+      disabled_reason: null,
+      disabled_at: disabledAt,
+      disabled_by: subOf(stack.admin),
+    });
+
+    // `since` an hour back reaches no further than the endpoint and its subscriptions do.
+    const replay = await call("POST", `${path}/replay-missing`, {
+      since: new Date(Date.now() - 3_600_000).toISOString(),
+    });
+    expect(replay.status).toBe(202);
+    const deliveries = await stack.sql<{ message_id: string }[]>`
+      select message_id from api.webhook_deliveries where endpoint_id = ${endpoint.id}
+        and order_id in ${stack.sql([before.order_id, early.order_id, missed.order_id])}
+      order by id`;
+    expect(deliveries.map((d) => d.message_id)).toEqual([
+      `order-created-${early.order_id}`,
+      `order-created-${missed.order_id}`,
+      `order-paid-${missed.order_id}`,
+    ]);
+    const again = await call("POST", `${path}/replay-missing`, { since: disabledAt });
+    expect(again.json).toEqual({ queued: 0 });
+  });
+
   test("H3: recover attempts every failed delivery again with the same webhook-id; a second call queues 0", async () => {
     // Its own api and database, whose schedule fails a delivery after one retry a second later.
     const own = await privateDatabase();

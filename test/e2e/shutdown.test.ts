@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eventually, unique } from "@commerce/testing/basics";
-import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
+import { type PlacedOrder, type Stack, startStack, succeeded } from "@commerce/testing/processes";
 
 setDefaultTimeout(60_000);
 
@@ -90,8 +90,11 @@ describe("graceful shutdown", () => {
     await stack.api.start();
   });
 
-  test("O7: SIGTERM while the api applies a stream of payments cuts none off: no failure logged, each order paid once after restart", async () => {
-    const orders = await Promise.all(Array.from({ length: 600 }, () => stack.newOrder()));
+  test("O7 (v5): SIGTERM while the api applies a stream of payments cuts none off and delays none: no failure logged, each order paid once within seconds of the restart", async () => {
+    // 60 at a time: 600 at once can time out on a loaded machine before the test begins.
+    const orders: PlacedOrder[] = [];
+    for (let i = 0; i < 10; i++)
+      orders.push(...(await Promise.all(Array.from({ length: 60 }, () => stack.newOrder()))));
     const ids = orders.map((o) => o.order_id);
     const paidCount = async () => {
       const [row] = await stack.sql<{ n: number }[]>`
@@ -102,12 +105,23 @@ describe("graceful shutdown", () => {
     let next = 0;
     let paidAtStop = 0;
     const stopped = { code: null as number | null };
+    const unsent: string[] = [];
     await load(
       16,
       async () => {
         const order = orders[next++];
         if (!order) throw new Error("all sent");
-        expect((await stack.notify(succeeded(order))).status).toBe(200);
+        // As a provider does: a notification not answered 200 is sent again, so an order left
+        // unpaid is the api's doing, not a request the test gave up on.
+        for (let attempt = 1; ; attempt++) {
+          const status = await stack.notify(succeeded(order)).then(
+            (res) => res.status,
+            (error: unknown) => String(error),
+          );
+          if (status === 200) return;
+          if (attempt === 5) return void unsent.push(`${order.order_id}: ${status}`);
+          await Bun.sleep(100);
+        }
       },
       async () => {
         // Stop the api once it is applying, with payments still arriving.
@@ -117,18 +131,20 @@ describe("graceful shutdown", () => {
         while (next < orders.length) await Bun.sleep(20);
       },
     );
+    expect(unsent).toEqual([]);
     expect(stopped.code).toBe(0);
     expect(paidAtStop).toBeLessThan(ids.length);
     const shutdownLog = stack.api.output.slice(outputBefore);
     expect(shutdownLog).not.toContain("will be redelivered");
     expect(shutdownLog).not.toContain('"level":"error"');
     await stack.api.start();
-    // A message JetStream sent while the stopping api was unsubscribing never reached it; it is
-    // handed out again once the consumer's ack wait (30 s) has passed. One CI run waited 28 s.
+    // O7 (v5): the stopping api left nothing with JetStream that waits for the consumer's 30 s
+    // ack wait; the restarted api applies what is left at once. A few seconds on a loaded
+    // machine; before the pull was drained one run in three or four waited out the ack wait.
     await eventually(
       async () => ((await paidCount()) === ids.length ? true : undefined),
-      45_000,
-      "every order paid",
+      8_000,
+      "every order paid within 8 s of the restart",
     );
     const paidMessages = await stack.sql<{ n: number }[]>`
       select count(*)::int as n from api.outbox

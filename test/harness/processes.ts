@@ -152,6 +152,11 @@ export async function startStack({
         product_id: product.json.id,
         qty,
       });
+      // Said at once, not later as an order id that is undefined.
+      if (product.status !== 201 || order.status !== 201)
+        throw new Error(
+          `newOrder: product ${product.status}, order ${order.status} ${JSON.stringify(order.json)}`,
+        );
       return order.json;
     },
 

@@ -69,4 +69,48 @@ describe("DATABASE_URL (X2)", () => {
     // The password is never repeated.
     expect(message).not.toMatch(/s3cret|:p@|p%zz|ss@/);
   });
+
+  test.each([
+    "Zq7/Xk9",
+    "Zq7?Xk9",
+    "Zq7#Xk9",
+    "Zq7@Xk9",
+    "Zq7/Xk9?Wm3#Vp5@Yr8",
+    "6543/Xk9",
+    "Zq7:6543/Xk9",
+    "Zq7/Xk9@db3:6543",
+    "Zq7#Xk9/Wm3",
+    "/Xk9",
+  ])(
+    "N20 (v5): a password written unencoded (%s) is refused in one line without any part of it",
+    (password) => {
+      const urls = [
+        `postgres://app:${password}@db1:6543/commerce`,
+        `postgres://app:${password}@db1:6543,db2:6543/commerce?target_session_attrs=primary`,
+        `postgresql://app:${password}@db1/commerce`,
+      ];
+      const pieces = password.split(/[/?#@:]/).filter((piece) => piece.length > 0);
+      for (const url of urls) {
+        let error: unknown;
+        try {
+          readCommonConfig({ DATABASE_URL: url }, defaults);
+        } catch (caught) {
+          error = caught;
+        }
+        expect(error).toBeInstanceOf(ConfigError);
+        const message = (error as Error).message;
+        expect(message).toStartWith("DATABASE_URL ");
+        expect(message).not.toContain("\n");
+        for (const piece of pieces)
+          expect({ url, message }).not.toEqual({ url, message: expect.stringContaining(piece) });
+        expect(message).toContain("percent-encode");
+      }
+    },
+  );
+
+  test("N20 (v5): the same passwords percent-encoded are accepted and reach the driver whole", () => {
+    const password = "Zq7/Xk9?Wm3#Vp5@Yr8";
+    const url = databaseUrl(`postgres://app:${encodeURIComponent(password)}@db1:6543/commerce`);
+    expect(postgres(url).options.pass as unknown).toBe(password);
+  });
 });

@@ -35,6 +35,16 @@ export function databaseUrl(text: string): string {
   if (!scheme)
     return fail("must start with postgres:// or postgresql:// (e.g. postgres://user@db:5432/name)");
   const rest = text.slice(scheme.length);
+  // N20 (v5): whoever wrote a password unencoded meant it to end at the last "@". A "/", "?" or
+  // "#" before that "@" would cut the URL inside the password (the driver ends the host list at
+  // the first "/" or "?", and a URL's fragment starts at "#"), and every message below would then
+  // echo a piece of it as a host, a port or a path. Said here without any of it.
+  const lastAt = rest.lastIndexOf("@");
+  if (lastAt >= 0 && /[/?#]/.test(rest.slice(0, lastAt)))
+    fail(
+      "has a /, ?, # or @ in its user or password (or an @ after its host): percent-encode " +
+        "them (/ %2F, ? %3F, # %23, @ %40)",
+    );
   // Where the postgres driver ends the host list: at the first "/" or "?".
   const authorityEnd = rest.search(/[/?]/);
   const authority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd);

@@ -20,11 +20,15 @@ export async function runSteps(
   steps: Array<[string, () => Promise<unknown> | unknown]>,
 ): Promise<void> {
   for (const [name, step] of steps) {
+    const started = performance.now();
     try {
       await step();
     } catch (error) {
       logger.warn(`shutdown step failed: ${name}`, describeError(error));
     }
+    // O7: where a shutdown's 10 s go, when it comes close.
+    const ms = Math.round(performance.now() - started);
+    if (ms >= 2000) logger.warn("shutdown step slow", { step: name, duration_ms: ms });
   }
 }
 

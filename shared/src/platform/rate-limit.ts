@@ -54,6 +54,18 @@ export class RateLimiter {
   }
 
   /**
+   * N21: takes one token for `key` if there is one, and never refuses: for a request refused
+   * before the rate limit is checked (413, 415 come first, W1), which still costs its sender.
+   */
+  spend(key: string): void {
+    try {
+      this.take(key);
+    } catch (error) {
+      if (!(error instanceof RateLimitedError)) throw error;
+    }
+  }
+
+  /**
    * The RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10/11) for
    * `key`, read without taking a token; only the policy while the caller is not known yet, and
    * nothing when the limit is off. A token bucket is told as the quota `q` = burst over the

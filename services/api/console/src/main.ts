@@ -1,6 +1,6 @@
 import { type Child, h, show } from "./dom";
 import { answerOf, api, type Problem, SignedOut, whenUnauthorized } from "./services";
-import { refusalOf, session, takeCodeFromAddress } from "./session";
+import { refusalOf, session, subjectOf, takeCodeFromAddress } from "./session";
 import { empty, link, problemBox, setNavigator } from "./ui";
 import { auditView } from "./views/audit";
 import { endpointView } from "./views/endpoint";
@@ -174,8 +174,50 @@ async function signInWithCode(code: string) {
   }
 }
 
+/**
+ * N21: a sign-in link opened in a tab that is signed in already asks before it replaces that
+ * session (a link can sign in as another admin; the actions then carry that admin's name). The
+ * code is exchanged only if the operator says so; until then it stays unused.
+ */
+function askBeforeReplacing(code: string, current: string) {
+  document.title = "Sign in with the link? · Operator console";
+  const who = subjectOf(current);
+  show(
+    root,
+    h(
+      "main",
+      { id: "main" },
+      h("h1", {}, "Sign in with the link?"),
+      h(
+        "p",
+        {},
+        `This tab is signed in already${who ? ` as ${who}` : ""}. The link you opened signs in with its own code, possibly as another admin; what you do next is then done in that admin's name.`,
+      ),
+      h(
+        "div",
+        { class: "actions" },
+        h(
+          "button",
+          { type: "button", onclick: () => void signInWithCode(code) },
+          "Sign in with the link",
+        ),
+        h(
+          "button",
+          { type: "button", onclick: () => void render() },
+          who ? `Stay signed in as ${who}` : "Stay signed in",
+        ),
+      ),
+    ),
+  );
+  root.querySelector<HTMLElement>("main h1")?.setAttribute("tabindex", "-1");
+  root.querySelector<HTMLElement>("main h1")?.focus();
+}
+
 const fromAddress = takeCodeFromAddress();
-if (fromAddress.code) void signInWithCode(fromAddress.code);
+const signedInAlready = session.token();
+if (fromAddress.code && signedInAlready && !refusalOf(signedInAlready))
+  askBeforeReplacing(fromAddress.code, signedInAlready);
+else if (fromAddress.code) void signInWithCode(fromAddress.code);
 else if (fromAddress.token)
   showSignIn(
     "Links that carry a token are not accepted (N16): paste the token, or use a sign-in link.",

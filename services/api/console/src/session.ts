@@ -37,6 +37,12 @@ function claimsOf(token: string): Claims | undefined {
   }
 }
 
+/** The `sub` a token names (who the console acts as), read from its claims; undefined if none. */
+export const subjectOf = (token: string): string | undefined => {
+  const sub = claimsOf(token)?.sub;
+  return typeof sub === "string" ? sub : undefined;
+};
+
 /**
  * Why a token cannot sign in, read from its own claims before any request, or undefined when it
  * looks like an admin's. The services still verify it: this only makes the message precise.

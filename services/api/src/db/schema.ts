@@ -262,6 +262,14 @@ export const webhookEndpoints = api.table("webhook_endpoints", {
   previousSecretUntil: timestamp("previous_secret_until", { withTimezone: true }),
   /** The first failed attempt since the last success; disables the endpoint when old (H3). */
   failingSince: timestamp("failing_since", { withTimezone: true }),
+  /** H3 (v5): when it was last disabled, and by whom (an admin's `sub`; null when the api did it). */
+  disabledAt: timestamp("disabled_at", { withTimezone: true }),
+  disabledBy: text("disabled_by"),
+  /**
+   * H3 (v5): since when it subscribes to each of its `events` (an event name or `*` → an ISO
+   * time), so replay-missing never queues an event of a time it was not subscribed to it.
+   */
+  eventsSince: jsonb("events_since").$type<Record<string, string>>().notNull().default({}),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
 });
 

@@ -94,6 +94,31 @@ export const refusedNotifications = payments.table(
   ],
 );
 
+/**
+ * N21 (v5): the refusals that named an order, per order, provider and reason: the true count and
+ * the first and latest few examples. A flood naming other orders cannot touch an order's row, so
+ * it cannot push that order's refusals out of its page.
+ */
+export const orderRefusals = payments.table(
+  "order_refusals",
+  {
+    orderId: bigint("order_id", { mode: "number" }).notNull(),
+    provider: text("provider").notNull(),
+    reason: text("reason").notNull(),
+    count: bigint("count", { mode: "number" }).notNull(),
+    firstAt: timestamp("first_at", { withTimezone: true }).notNull(),
+    lastAt: timestamp("last_at", { withTimezone: true }).notNull(),
+    /** The first examples, kept whatever comes after them. */
+    firstExamples: jsonb("first_examples").notNull().default([]),
+    /** The latest examples. */
+    latestExamples: jsonb("latest_examples").notNull().default([]),
+  },
+  (table) => [
+    primaryKey({ columns: [table.orderId, table.provider, table.reason] }),
+    index("order_refusals_last_at_idx").on(table.lastAt),
+  ],
+);
+
 /** V5: what an operator did on payments that moves no order (a replay), by whom and why. */
 export const auditLog = auditLogTable(payments, (table) => [
   index("audit_log_at_idx").on(table.at, table.id),

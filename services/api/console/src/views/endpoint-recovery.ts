@@ -27,18 +27,25 @@ const wording: Record<Kind, { button: string; field: string; explains: string }>
   },
 };
 
-/** H3, U7: "Replay missing" or "Recover" since a date (labelled), and how many were queued. */
-function recoveryForm(id: number, kind: Kind) {
+/**
+ * H3, U7: "Replay missing" or "Recover" since a date (labelled), and how many were queued. The
+ * date offered is `from` when given (H3 v5: the moment the endpoint was disabled), else a day back.
+ */
+function recoveryForm(id: number, kind: Kind, from?: Date) {
   const words = wording[kind];
   const fieldId = `${kind}-since`;
   const now = new Date();
+  const oldest = new Date(now.getTime() - maxDaysBack * 24 * 3600_000);
+  const offered =
+    from && from > oldest && from <= now ? from : new Date(now.getTime() - 24 * 3600_000);
+  // To the minute, rounded down, so the moment itself is included.
   const since = h("input", {
     id: fieldId,
     name: "since",
     type: "datetime-local",
     required: true,
-    value: localValue(new Date(now.getTime() - 24 * 3600_000)),
-    min: localValue(new Date(now.getTime() - maxDaysBack * 24 * 3600_000)),
+    value: localValue(offered),
+    min: localValue(oldest),
     max: localValue(now),
   });
   // V5: an optional note, kept with the admin's name on the audit log.
@@ -84,12 +91,21 @@ function recoveryForm(id: number, kind: Kind) {
   );
 }
 
-/** H3: the endpoint page's repair section: what was missed or finally failed, sent again. */
-export function recoverySection(id: number) {
+/**
+ * H3: the endpoint page's repair section: what was missed or finally failed, sent again.
+ * `disabledAt` (H3 v5): when the endpoint was last disabled, offered as replay-missing's date.
+ */
+export function recoverySection(id: number, disabledAt: string | null) {
+  const from = disabledAt ? new Date(disabledAt) : undefined;
   return h(
     "section",
     { "aria-labelledby": "recovery" },
     h("h2", { id: "recovery" }, "Missed and failed events"),
-    h("div", { class: "cards" }, recoveryForm(id, "replay-missing"), recoveryForm(id, "recover")),
+    h(
+      "div",
+      { class: "cards" },
+      recoveryForm(id, "replay-missing", from),
+      recoveryForm(id, "recover"),
+    ),
   );
 }

@@ -57,6 +57,18 @@ export async function endpointView(id: number, query: URLSearchParams) {
       endpoint.disabled_reason
         ? [h("dt", {}, "Disabled because"), h("dd", {}, endpoint.disabled_reason)]
         : null,
+      // H3 (v5): when and by whom, kept after it is enabled again: replay-missing starts there.
+      endpoint.disabled_at
+        ? [
+            h("dt", {}, endpoint.status === "disabled" ? "Disabled" : "Last disabled"),
+            h(
+              "dd",
+              {},
+              time(endpoint.disabled_at),
+              ` by ${endpoint.disabled_by ?? "the api (its attempts kept failing, or it answered 410)"}`,
+            ),
+          ]
+        : null,
       [h("dt", {}, "Created"), h("dd", {}, time(endpoint.created_at))],
     ),
     // H3: an endpoint the api disabled for failing is repaired here once its receiver is back.
@@ -75,7 +87,7 @@ export async function endpointView(id: number, query: URLSearchParams) {
           changeStatus(id, "disabled"),
           "note-endpoint-disabled",
         ),
-    recoverySection(id),
+    recoverySection(id, endpoint.disabled_at),
     h("h2", {}, "Deliveries"),
     h(
       "div",

@@ -13,11 +13,24 @@ type Refusal = {
   examples: Example[];
 };
 
-/** V4's reasons as an operator reads them: a short name, and what usually causes it. */
+/** N21: where each provider's signing secret is set, so a hint names the refusal's own. */
+const secretSetting: Record<string, string> = {
+  generic: "PAYMENT_WEBHOOK_SECRETS",
+  stripe: "STRIPE_WEBHOOK_SECRETS",
+  adyen: "ADYEN_HMAC_KEYS",
+};
+const credentialSetting: Record<string, string> = {
+  adyen: "ADYEN_WEBHOOK_USERNAME / ADYEN_WEBHOOK_PASSWORD",
+};
+
+/**
+ * V4's reasons as an operator reads them: a short name, and what usually causes it. `%secret%`
+ * and `%credentials%` are the refusal's own provider's settings (N21).
+ */
 const reasonWords: Record<string, [string, string]> = {
   signature_mismatch: [
     "Signature does not match",
-    "The webhook secret is wrong (rotated at the provider or mistyped in PAYMENT_WEBHOOK_SECRETS), or the body was changed on the way.",
+    "The webhook secret is wrong (rotated at the provider or mistyped in %secret%), or the body was changed on the way.",
   ],
   signature_missing: [
     "No signature",
@@ -26,7 +39,10 @@ const reasonWords: Record<string, [string, string]> = {
   signature_malformed: ["Signature header malformed", "Not a signature the provider writes."],
   signature_stale: ["Signature too old", "A replayed request, or the sender's clock is behind."],
   signature_future: ["Signature dated in the future", "The sender's clock is ahead."],
-  credentials: ["Wrong credentials", "The provider's basic-auth user or password is wrong."],
+  credentials: [
+    "Wrong credentials",
+    "The provider's basic-auth user or password is wrong (%credentials%).",
+  ],
   invalid_json: ["Body is not JSON", "Not a notification at all."],
   invalid_schema: ["Not a notification", "A body this provider never sends."],
   too_large: ["Body too large", "Larger than a notification may be."],
@@ -35,7 +51,10 @@ const reasonWords: Record<string, [string, string]> = {
 
 export const reasonInWords = (reason: string) =>
   reasonWords[reason]?.[0] ?? reason.replaceAll("_", " ");
-const reasonExplained = (reason: string) => reasonWords[reason]?.[1];
+const reasonExplained = (reason: string, provider: string) =>
+  reasonWords[reason]?.[1]
+    .replace("%secret%", secretSetting[provider] ?? "the provider's webhook secret setting")
+    .replace("%credentials%", credentialSetting[provider] ?? "the provider's settings");
 
 /** V4: payments' refusals of the last 24 hours, or only those that name `orderId`. */
 async function refusals(orderId?: number): Promise<Refusal[] | undefined> {
@@ -73,7 +92,9 @@ function refusalCard(refusal: Refusal) {
     "article",
     { class: "card", "aria-label": title },
     h("h2", {}, title),
-    reasonExplained(refusal.reason) ? h("p", {}, reasonExplained(refusal.reason)) : null,
+    reasonExplained(refusal.reason, refusal.provider)
+      ? h("p", {}, reasonExplained(refusal.reason, refusal.provider))
+      : null,
     h(
       "dl",
       { class: "facts" },
@@ -116,6 +137,8 @@ export async function refusalsOfOrder(place: Element, orderId: number) {
       .filter((example) => example.order_id === orderId)
       .map((example) => ({ ...example, provider: refusal.provider })),
   );
+  // N21: the true count payments keeps per order, not the examples it shows.
+  const refused = items.reduce((sum, refusal) => sum + refusal.count, 0);
   place.replaceChildren(
     examples.length
       ? h(
@@ -124,7 +147,7 @@ export async function refusalsOfOrder(place: Element, orderId: number) {
           h(
             "p",
             { class: "problem", role: "note" },
-            `Payments refused ${examples.length} notification${examples.length === 1 ? "" : "s"} naming this order: none of them changed it.`,
+            `Payments refused ${refused} notification${refused === 1 ? "" : "s"} naming this order: none of them changed it.${refused > examples.length ? ` The first and latest ${examples.length} are below.` : ""}`,
           ),
           table(
             ["At", "Provider", "Reason", "From"],
@@ -139,13 +162,17 @@ export async function refusalsOfOrder(place: Element, orderId: number) {
           h(
             "ul",
             { class: "causes" },
-            [...new Set(examples.map((example) => example.reason))].map((reason) =>
-              reasonExplained(reason)
+            [
+              ...new Map(
+                examples.map((example) => [`${example.provider} ${example.reason}`, example]),
+              ).values(),
+            ].map(({ provider, reason }) =>
+              reasonExplained(reason, provider)
                 ? h(
                     "li",
                     {},
-                    h("strong", {}, reasonInWords(reason)),
-                    `: ${reasonExplained(reason)}`,
+                    h("strong", {}, `${provider}: ${reasonInWords(reason)}`),
+                    `: ${reasonExplained(reason, provider)}`,
                   )
                 : null,
             ),

@@ -36,3 +36,22 @@ describe("U1 the console's assets", () => {
     }
   });
 });
+
+describe("N21 the console's sign-in exchange", () => {
+  test("N21 (v5): /console/session is rate limited per address: past the burst a guess gets 429 with Retry-After, and a malformed body spends the budget too", async () => {
+    const limited = await startApi({ env: { RATE_LIMIT_RPS: "1", RATE_LIMIT_BURST: "3" } });
+    try {
+      const guess = () =>
+        limited.call("POST", "/console/session", { body: { code: `guess-${Math.random()}` } });
+      for (let i = 0; i < 3; i++) expect((await guess()).status).toBe(401);
+      const refused = await guess();
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("content-type")).toBe(problemType);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      // A malformed body spends the budget as well: it is no cheaper way to guess.
+      expect((await limited.call("POST", "/console/session", { body: {} })).status).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -1,4 +1,5 @@
 import { named, problems } from "@commerce/shared/platform/openapi";
+import { clientIp, rateLimitKey } from "@commerce/shared/platform/rate-limit";
 import { Elysia, t } from "elysia";
 import type { ApiDeps } from "../../deps";
 import { auth } from "../auth";
@@ -20,7 +21,7 @@ const bearer = /^Bearer ([^\s]+)$/i;
  * asks for a code standing for their own token; the console's page exchanges it once, within
  * 10 minutes, for the token it keeps in sessionStorage (U2).
  */
-export const signInController = ({ db, verifyToken }: ApiDeps) =>
+export const signInController = ({ db, verifyToken, rejectedLimiter, trustProxy }: ApiDeps) =>
   new Elysia({ name: "console-sign-in" })
     .use(auth(verifyToken))
     .post(
@@ -47,13 +48,19 @@ export const signInController = ({ db, verifyToken }: ApiDeps) =>
     )
     .post("/console/session", ({ body }) => exchangeSignInCode(db, body.code), {
       parse: "json",
+      // N21: each exchange, good or bad, costs its address a token of the budget every request
+      // without a valid token has (N11), so codes cannot be guessed at speed: 429 when spent.
+      transform: ({ request, server }) =>
+        rejectedLimiter.take(
+          rateLimitKey(clientIp(request, server?.requestIP(request)?.address, trustProxy)),
+        ),
       body: t.Object(
         { code: t.String({ minLength: 1, maxLength: 200 }) },
         { examples: [{ code: "q8W1rZx0cK3mJ5vT9yB2nL6pD4fH7sA0eG1iU3oR5tY" }] },
       ),
       response: {
         200: t.Object({ token: t.String() }),
-        ...problems(400, 401),
+        ...problems(400, 401, 429),
       },
       detail: {
         tags: ["Status"],
@@ -61,7 +68,8 @@ export const signInController = ({ db, verifyToken }: ApiDeps) =>
         summary: "Exchange a console sign-in code for its token",
         description:
           "The code is the credential (no bearer token): it works once, within 10 minutes of " +
-          "its making; else 401.",
+          "its making; else 401. Each exchange counts against the address's request budget " +
+          "(RATE_LIMIT_RPS, RATE_LIMIT_BURST): 429 when spent.",
         security: [],
       },
     });

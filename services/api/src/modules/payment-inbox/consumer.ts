@@ -9,7 +9,7 @@ import {
   type Tracer,
   traceFields,
 } from "@commerce/shared/platform/tracing";
-import type { ConsumerMessages, JsMsg } from "nats";
+import type { JsMsg } from "nats";
 import type { Database } from "../../db";
 import { AtMost, OneAtATimePerKey } from "../../lib/concurrency";
 import { applyPaymentMessage, type PaymentOutcome, paymentRefOf } from "./apply";
@@ -39,7 +39,13 @@ export type PaymentConsumerDeps = {
 };
 
 const decoder = new TextDecoder();
-const pullExpiresMs = 5_000;
+/**
+ * How long a fetch's pull request stays open at JetStream. A shutdown waits for the current one
+ * to end (O7), so it is short; an idle consumer pulls again this often, which costs nothing.
+ */
+const pullExpiresMs = 2_000;
+/** How long after its `expires` a pull request is surely over at JetStream too. */
+const requestEndMarginMs = 500;
 /**
  * M5: messages taken in at once (applied, or waiting for their batch or their order's turn). Each
  * holds its place until acked, well within the consumer's 30 s ack wait.
@@ -64,7 +70,6 @@ export const defaultConcurrency = 8;
  * trace of the webhook request that caused it (O8), so its log line carries that `trace_id`.
  */
 export class PaymentConsumer {
-  private messages?: ConsumerMessages;
   private running?: Promise<void>;
   private stopped = false;
   /** Messages being applied. */
@@ -103,12 +108,20 @@ export class PaymentConsumer {
     });
   }
 
+  /**
+   * Pulls in fetches, one pull request at a time, each for as many messages as there are free
+   * places (M5), and applies what arrives. A fetch ends when JetStream says its request is over
+   * (filled, or expired after `pullExpiresMs`), so the server never holds a request of this
+   * process that its loop no longer reads (O7 v5: see `stop`).
+   */
   private async loop(): Promise<void> {
     const { nats, topology, logger } = this.deps;
     while (!this.stopped) {
       try {
         const js = nats.jetstream();
         if (!js) throw new Error("nats is not connected");
+        // B2: a deleted consumer (or stream re-created without it) is declared again here,
+        // instead of waiting for someone else to restore it.
         const consumer = await js.consumers
           .get(topology.payments.stream, topology.paymentEventsConsumer)
           .catch(async (error) => {
@@ -117,26 +130,37 @@ export class PaymentConsumer {
             await this.deps.declare();
             return js.consumers.get(topology.payments.stream, topology.paymentEventsConsumer);
           });
-        // X1: after losing its NATS node or the consumer's leader the client re-pulls only after
-        // missed heartbeats (expires / 2) or a failed info check (retried every `expires`), so
-        // 5 s instead of nats.js's 30 s is how long messages wait after a cluster fail-over.
-        this.messages = await consumer.consume({
-          max_messages: maxInFlight,
-          expires: pullExpiresMs,
-          // B2: a deleted consumer (or stream) ends the pulls, so the loop declares it again,
-          // instead of nats.js waiting for someone else to restore it.
-          abort_on_missing_resource: this.deps.declare !== undefined,
-        });
-        for await (const message of this.messages) {
-          while (this.inFlight.size >= maxInFlight) await Promise.race(this.inFlight);
-          // O7: a message still buffered when the shutdown began is left to JetStream, which
-          // hands it out again (to another replica, or to this one after its restart).
-          if (this.stopped) {
-            message.nak();
-            continue;
+        while (!this.stopped) {
+          // A quarter of the places free at least, so a busy consumer pulls in batches, not one by one.
+          while (maxInFlight - this.inFlight.size < maxInFlight / 4)
+            await Promise.race(this.inFlight);
+          if (this.stopped) break;
+          // X1: the fetch's idle heartbeats (expires / 2) and its end after `expires` are how soon
+          // the loop pulls again after losing its NATS node or the consumer's leader.
+          const requestEnds = Date.now() + pullExpiresMs + requestEndMarginMs;
+          const fetched = await consumer.fetch({
+            max_messages: maxInFlight - this.inFlight.size,
+            expires: pullExpiresMs,
+          });
+          // O7 (v5): what arrives once the shutdown began is held, not applied, and given back
+          // once JetStream has ended the request, so it hands it out again at once.
+          const held: JsMsg[] = [];
+          try {
+            for await (const message of fetched) {
+              if (this.stopped) {
+                held.push(message);
+                continue;
+              }
+              const handled = this.handle(message).finally(() => this.inFlight.delete(handled));
+              this.inFlight.add(handled);
+            }
+          } finally {
+            // The fetch usually ends on JetStream's word, but it also ends on nats.js's own timer
+            // (expires × 1.05), which can fire first on a busy event loop: wait until the request
+            // has expired at the server as well.
+            if (held.length > 0) await Bun.sleep(Math.max(0, requestEnds - Date.now()));
+            for (const message of held) message.nak();
           }
-          const handled = this.handle(message).finally(() => this.inFlight.delete(handled));
-          this.inFlight.add(handled);
         }
       } catch (error) {
         if (!this.stopped) logger.warn("payment consumer restarting", describeError(error));
@@ -264,10 +288,19 @@ export class PaymentConsumer {
     return Math.max(0, (Date.now() - oldest.time.getTime()) / 1000);
   }
 
-  /** Stops pulling and waits for the messages being applied, so a shutdown cuts none off midway (O7). */
+  /**
+   * Stops pulling and waits for the messages being applied, so a shutdown cuts none off midway
+   * (O7). O7 (v5): the pull is drained, not dropped. JetStream delivers to a pull request until
+   * the request is filled or expires; one whose subscriber has gone is noticed only on its next
+   * pass over the waiting requests, and the message it sends there before that is lost until
+   * the consumer's ack wait (30 s) hands it out again. Giving a message back (nak) while the
+   * request is open does not help: it is sent again at once, to that request. So the loop starts
+   * no new fetch, and what the current one still brings is held until JetStream ends it (at most
+   * `pullExpiresMs`), then given back (nak): JetStream hands it at once to another replica, or to
+   * this api after its restart, and holds nothing for this process.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.messages?.stop();
     await this.running;
     // The loop has ended, so nothing joins the set any more; what is in it finishes before the
     // database closes.

@@ -106,7 +106,20 @@ export async function recordAttempts(sql: Sql, config: WebhookConfig, attempts: 
         when not o.succeeded
           and e.failing_since < now() - make_interval(secs => ${config.disableAfterSeconds})
           then 'failing'
-        else e.disabled_reason end
+        else e.disabled_reason end,
+      -- H3 (v5): when the api disabled it; by no admin.
+      disabled_at = case
+        when e.status = 'disabled' then e.disabled_at
+        when o.gone or (not o.succeeded
+          and e.failing_since < now() - make_interval(secs => ${config.disableAfterSeconds}))
+          then now()
+        else e.disabled_at end,
+      disabled_by = case
+        when e.status = 'disabled' then e.disabled_by
+        when o.gone or (not o.succeeded
+          and e.failing_since < now() - make_interval(secs => ${config.disableAfterSeconds}))
+          then null
+        else e.disabled_by end
     from endpoint_outcome o
     where e.id = o.id and (not o.succeeded or o.gone or e.failing_since is not null)`;
 }

@@ -7,7 +7,7 @@ import { orderIdParam } from "../../lib/ids";
 import { recordAction } from "../audit/service";
 import { auth } from "../auth";
 import { getDelivery, listDeliveries, listOrderDeliveries } from "./deliveries";
-import { attemptNow } from "./manual-attempt";
+import { attemptNow, manualLockWaitMs } from "./manual-attempt";
 import {
   deliveryPage,
   deliveryQuery,
@@ -120,8 +120,10 @@ export const webhookDeliveriesController = (deps: ApiDeps) => {
                 "for a failed or a succeeded delivery, and `attempt` says what came of it. It " +
                 "costs the delivery no place in its retry schedule: a failure leaves the next " +
                 "automatic attempt where it was (and a failed delivery failed); a success ends " +
-                "the delivery. 409 (with `code`) while the endpoint is disabled " +
-                "(endpoint_disabled), an attempt is in flight (attempt_in_flight) or an earlier " +
+                "the delivery. Retries of one delivery are made one after another (N22): one " +
+                "waits for another's attempt, up to WEBHOOK_TIMEOUT_SECONDS + 5 s. 409 (with " +
+                "`code`) while the endpoint is disabled (endpoint_disabled), an attempt is in " +
+                "flight (attempt_in_flight: the dispatcher's, or a retry waited too long) or an earlier " +
                 `delivery of the same order waits (order_waits_behind). ${admin}`,
             },
           },
@@ -149,15 +151,17 @@ export const webhookDeliveriesController = (deps: ApiDeps) => {
         deps,
         "/recover",
         "webhook_endpoint.recover",
-        (id, since) => recoverFailed(sql, id, since),
+        (id, since) => recoverFailed(sql, id, since, manualLockWaitMs(webhooks)),
         {
           operationId: "recoverWebhookDeliveries",
           summary: "Attempt again every failed delivery since a time",
           description:
             "Every `failed` delivery of the endpoint made since `since` (at most 30 days " +
             "back, else 400) is attempted again, once, with the same webhook-id. A second " +
-            `call queues 0. ${admin}`,
+            "call queues 0. It waits for an admin's retry of one of them that is in flight; " +
+            `409 (attempt_in_flight) if that takes too long. ${admin}`,
         },
+        true,
       ),
     );
 };
@@ -173,6 +177,8 @@ const recoveryRoute = <Path extends "/replay-missing" | "/recover">(
   action: "webhook_endpoint.replay_missing" | "webhook_endpoint.recover",
   recover: (endpointId: number, since: string) => Promise<{ queued: number }>,
   detail: { operationId: string; summary: string; description: string },
+  /** N22: recover waits for a manual attempt in flight, and may answer 409 after the wait. */
+  conflicts = false,
 ) =>
   new Elysia({ detail: { tags: ["Webhooks"] } }).use(auth(deps.verifyToken)).post(
     `/api/webhook-endpoints/:id${path}`,
@@ -197,7 +203,12 @@ const recoveryRoute = <Path extends "/replay-missing" | "/recover">(
       parse: "json",
       params: endpointParam,
       body: recoverySince,
-      response: { 202: queuedDeliveries, ...problems(400, 401, 403, 404, 413, 415, 429, 503) },
+      response: {
+        202: queuedDeliveries,
+        ...(conflicts
+          ? problems(400, 401, 403, 404, 409, 413, 415, 429, 503)
+          : problems(400, 401, 403, 404, 413, 415, 429, 503)),
+      },
       detail,
     },
   );

@@ -19,6 +19,8 @@ const toEndpoint = (row: EndpointRow, failingNow: boolean): WebhookEndpoint => (
   description: row.description,
   status: row.status,
   disabled_reason: row.disabledReason,
+  disabled_at: row.disabledAt?.toISOString() ?? null,
+  disabled_by: row.disabledBy,
   failing_since: row.failingSince?.toISOString() ?? null,
   failing_now: failingNow,
   created_at: row.createdAt.toISOString(),
@@ -32,6 +34,14 @@ async function checkUrl(url: string, policy: AddressPolicy): Promise<string> {
   return new URL(url).href;
 }
 
+/**
+ * H3 (v5): since when the endpoint subscribes to each of `events`, in the database's time (the
+ * outbox's `created_at` is too): the time it had for an event it kept, now for one it adds.
+ */
+const eventsSinceOf = (events: string[]) => sql`(
+  select coalesce(jsonb_object_agg(ev, coalesce(${webhookEndpoints.eventsSince} -> ev, to_jsonb(now()))), '{}'::jsonb)
+  from unnest(string_to_array(${events.join(",")}, ',')) ev)`;
+
 /** H1: a new endpoint, enabled, with a new secret: the only answer that shows it. */
 export async function createEndpoint(db: Database, body: NewEndpoint, policy: AddressPolicy) {
   const url = await checkUrl(body.url, policy);
@@ -40,6 +50,8 @@ export async function createEndpoint(db: Database, body: NewEndpoint, policy: Ad
     .values({
       url,
       events: body.events,
+      eventsSince: sql`(select coalesce(jsonb_object_agg(ev, now()), '{}'::jsonb)
+        from unnest(string_to_array(${body.events.join(",")}, ',')) ev)`,
       description: body.description ?? null,
       secret: newSecret(),
     })
@@ -74,26 +86,41 @@ export async function getEndpoint(db: Database, id: number): Promise<WebhookEndp
 
 /**
  * H1, H3: changes what was sent. Enabling clears the reason and the failing streak, so the
- * endpoint's pending deliveries resume; disabling by hand records `manual`.
+ * endpoint's pending deliveries resume; disabling by hand records `manual`, and (H3 v5) when and
+ * by whom (`actor`), kept after it is enabled again for replay-missing's `since`. An endpoint
+ * already disabled keeps the moment it was disabled. An event type added to `events` is
+ * subscribed from now on.
  */
 export async function updateEndpoint(
   db: Database,
   id: number,
   change: EndpointChange,
   policy: AddressPolicy,
+  actor: string,
 ): Promise<WebhookEndpoint> {
   const url = change.url === undefined ? undefined : await checkUrl(change.url, policy);
+  const wasEnabled = sql`${webhookEndpoints.status} = 'enabled'`;
   const status =
     change.status === "enabled"
       ? { status: "enabled" as const, disabledReason: null, failingSince: null }
       : change.status === "disabled"
-        ? { status: "disabled" as const, disabledReason: "manual" as const }
+        ? {
+            status: "disabled" as const,
+            disabledReason: sql`case when ${wasEnabled} then 'manual'
+              else ${webhookEndpoints.disabledReason} end`,
+            disabledAt: sql`case when ${wasEnabled} then now()
+              else ${webhookEndpoints.disabledAt} end`,
+            disabledBy: sql`case when ${wasEnabled} then ${actor}::text
+              else ${webhookEndpoints.disabledBy} end`,
+          }
         : {};
   const [row] = await db
     .update(webhookEndpoints)
     .set({
       ...(url !== undefined ? { url } : {}),
-      ...(change.events !== undefined ? { events: change.events } : {}),
+      ...(change.events !== undefined
+        ? { events: change.events, eventsSince: eventsSinceOf(change.events) }
+        : {}),
       ...(change.description !== undefined ? { description: change.description } : {}),
       ...status,
       createdAt: sql`${webhookEndpoints.createdAt}`,

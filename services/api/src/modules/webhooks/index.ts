@@ -102,7 +102,13 @@ export const webhooksController = ({ db, verifyToken, webhooks, webhooksDue, log
               message: "note needs a change beside it (status, url, events or description)",
             },
           ]);
-        const endpoint = await updateEndpoint(db, params.id, change, webhooks);
+        const endpoint = await updateEndpoint(
+          db,
+          params.id,
+          change,
+          webhooks,
+          principal.customerId,
+        );
         if (change.status === "enabled") webhooksDue();
         const { status, ...fields } = change;
         // V5: the note, when given, is kept with each action it explains.

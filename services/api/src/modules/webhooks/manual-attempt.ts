@@ -33,6 +33,12 @@ export type ManualOutcome = {
  * as they were; a success ends the delivery (and lets the order's next one go, H5), a 410
  * disables the endpoint (`gone`). Refused (409) while the endpoint is disabled, while an attempt
  * of it is in flight, or while an earlier delivery of its order waits at this endpoint (H5).
+ *
+ * N22 (v5): manual attempts of one delivery are serialized by a row lock on the delivery, held
+ * from the checks to the recorded attempt (one transaction), so ten concurrent retries make ten
+ * attempts one after another, each on the log, never ten at once. The dispatcher skips a locked
+ * delivery (`skip locked`), and `recoverFailed` waits for it. A retry waits for the lock at most
+ * `manualLockWaitMs`, then gets 409 `attempt_in_flight`.
  */
 export async function attemptNow(
   sql: Sql,
@@ -40,6 +46,51 @@ export async function attemptNow(
   endpointId: number,
   deliveryId: number,
 ): Promise<ManualOutcome> {
+  return withDeliveryLock(sql, manualLockWaitMs(config), deliveryId, (tx) =>
+    attemptLocked(tx, config, endpointId, deliveryId),
+  );
+}
+
+/**
+ * N22: how long a manual retry waits for another attempt of its delivery: one attempt's timeout
+ * and a margin, so a retry queued behind a slow one still gets its turn.
+ */
+export const manualLockWaitMs = (config: WebhookConfig) => config.timeoutSeconds * 1000 + 5000;
+
+/**
+ * N22: runs `work` in a transaction whose statements wait at most `waitMs` for a row lock
+ * (`lock_timeout`); a lock not obtained in time is a 409 `attempt_in_flight`, never a 5xx.
+ */
+export async function withDeliveryLock<T>(
+  sql: Sql,
+  waitMs: number,
+  deliveryId: number | undefined,
+  work: (tx: Sql) => Promise<T>,
+): Promise<T> {
+  try {
+    return (await sql.begin(async (tx) => {
+      await tx.unsafe(`set local lock_timeout = ${Math.round(waitMs)}`);
+      return work(tx as unknown as Sql);
+    })) as T;
+  } catch (error) {
+    if ((error as { code?: string }).code === "55P03")
+      throw new ConflictError(
+        `${deliveryId ? `Delivery ${deliveryId}` : "A delivery of this endpoint"} is being ` +
+          "attempted right now; read it again in a moment",
+        undefined,
+        "attempt_in_flight",
+      );
+    throw error;
+  }
+}
+
+async function attemptLocked(
+  sql: Sql,
+  config: WebhookConfig,
+  endpointId: number,
+  deliveryId: number,
+): Promise<ManualOutcome> {
+  // The endpoint's row is read, not locked: the lock is the delivery's (`for update of d`).
   const [target] = await sql<Target[]>`
     select e.status as endpoint_status, d.leased_until > now() as leased,
       (select a.id::text from api.webhook_deliveries a
@@ -51,7 +102,8 @@ export async function attemptNow(
       e.url, e.secret,
       case when e.previous_secret_until > now() then e.previous_secret end as previous_secret
     from api.webhook_deliveries d join api.webhook_endpoints e on e.id = d.endpoint_id
-    where d.id = ${deliveryId} and d.endpoint_id = ${endpointId}`;
+    where d.id = ${deliveryId} and d.endpoint_id = ${endpointId}
+    for update of d`;
   if (!target)
     throw new NotFoundError(`Delivery ${deliveryId} of endpoint ${endpointId} does not exist`);
   if (target.endpoint_status !== "enabled")
@@ -112,7 +164,10 @@ export async function attemptNow(
         failing_since = case when ${ok} then null else e.failing_since end,
         status = case when ${result.statusCode === 410} then 'disabled' else e.status end,
         disabled_reason = case when ${result.statusCode === 410} then 'gone'
-          else e.disabled_reason end
+          else e.disabled_reason end,
+        -- H3 (v5): when the api disabled it (a retry runs only while it is enabled).
+        disabled_at = case when ${result.statusCode === 410} then now() else e.disabled_at end,
+        disabled_by = case when ${result.statusCode === 410} then null else e.disabled_by end
       where e.id = ${endpointId}
     )
     select to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at from attempt`;

@@ -33,6 +33,19 @@ export const webhookEndpoint = t.Object(
     description: t.Nullable(t.String()),
     status: t.UnionEnum(endpointStatuses),
     disabled_reason: t.Nullable(t.UnionEnum(disabledReasons)),
+    disabled_at: t.Nullable(
+      t.String({
+        format: "date-time",
+        description:
+          "When it was last disabled (kept after it is enabled again): the `since` for replay-missing. Null if never, or disabled before this was recorded",
+      }),
+    ),
+    disabled_by: t.Nullable(
+      t.String({
+        description:
+          "Who last disabled it: the admin's token `sub`; null when the api did (disabled_reason gone or failing) or never",
+      }),
+    ),
     failing_since: t.Nullable(
       t.String({
         format: "date-time",
@@ -207,6 +220,8 @@ const endpointExample = {
   description: "warehouse",
   status: "enabled",
   disabled_reason: null,
+  disabled_at: null,
+  disabled_by: null,
   failing_since: null,
   failing_now: false,
   created_at: "2026-11-23T14:02:11.482Z",

@@ -1,6 +1,7 @@
 import { type MessageTopology, orderEventNames } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
 import { NotFoundError, ValidationError } from "@commerce/shared/platform/errors";
+import { withDeliveryLock } from "./manual-attempt";
 
 /** H3: how far back replay-missing and recover reach; the api keeps order events this long. */
 export const recoveryDays = 30;
@@ -23,7 +24,8 @@ async function endpointExists(sql: Sql, endpointId: number) {
 /**
  * H3, Svix's "replay missing": a delivery, in event order, for every order event since `since`
  * that the endpoint subscribes to and never had a delivery for (e.g. one that happened while it
- * was disabled). The events are read back from the api's outbox, which keeps them 30 days
+ * was disabled). H3 (v5): never one from before the endpoint existed, or from before it
+ * subscribed to that event type (`events_since`): a `since` further back reaches no further. The events are read back from the api's outbox, which keeps them 30 days
  * (`OutboxRetention`); the unique (endpoint, message id) makes a second call queue nothing.
  */
 export async function replayMissing(
@@ -43,6 +45,10 @@ export async function replayMissing(
     join api.outbox o on o.created_at >= ${from}::timestamptz
     join unnest(${subjects}::text[], ${names}::text[]) as n(subject, name) on n.subject = o.subject
     where e.id = ${endpointId} and (n.name = any(e.events) or '*' = any(e.events))
+      -- H3 (v5): never an event from before the endpoint existed or subscribed to its type.
+      and o.created_at >= e.created_at
+      and o.created_at >= coalesce(least((e.events_since ->> n.name)::timestamptz,
+        (e.events_since ->> '*')::timestamptz), e.created_at)
       and not exists (select from api.webhook_deliveries d
         where d.endpoint_id = e.id and d.message_id = o.message_id)
     order by o.id
@@ -60,13 +66,21 @@ export async function recoverFailed(
   sql: Sql,
   endpointId: number,
   since: string,
+  lockWaitMs: number,
 ): Promise<{ queued: number }> {
   const from = sinceOf(since);
   await endpointExists(sql, endpointId);
-  const queued = await sql`
-    update api.webhook_deliveries
-    set next_attempt_at = now(), leased_until = null, status = 'pending'
-    where endpoint_id = ${endpointId} and status = 'failed' and created_at >= ${from}::timestamptz
-    returning id`;
+  // N22: a delivery an admin's retry is attempting is locked; recover waits for that attempt to
+  // be recorded (at most `lockWaitMs`, then 409) and judges the delivery as it then is.
+  const queued = await withDeliveryLock(
+    sql,
+    lockWaitMs,
+    undefined,
+    (tx) => tx`
+      update api.webhook_deliveries
+      set next_attempt_at = now(), leased_until = null, status = 'pending'
+      where endpoint_id = ${endpointId} and status = 'failed' and created_at >= ${from}::timestamptz
+      returning id`,
+  );
   return { queued: queued.length };
 }

@@ -226,7 +226,7 @@ describe("retries and health", () => {
         const rows = await deliveryRows(failing.id);
         return rows[0]?.status === "failed" ? rows : undefined;
       },
-      20_000,
+      40_000,
       "the delivery to fail",
     );
     // One attempt and one after each of the schedule's three delays.
@@ -359,6 +359,74 @@ describe("the delivery log", () => {
     await writer;
     expect(pages.length).toBeGreaterThan(10);
     expect(pages.filter((page) => page.items.length !== page.total)).toEqual([]);
+  });
+
+  test("N22 (v5): ten concurrent manual retries of one delivery make ten attempts one after another, each recorded; recover waits for an attempt in flight", async () => {
+    // The dispatcher's attempts fail at once; the retries' are answered after 150 ms.
+    let slow = false;
+    const hook = await receiver(() => ({ status: 500, delayMs: slow ? 150 : 0 }));
+    const endpoint = await subscribe(hook.url, ["orders.created"]);
+    await paidOrder();
+    const [delivery] = await eventually(
+      async () => {
+        const rows = await deliveryRows(endpoint.id);
+        return rows.length === 1 && rows[0].status === "failed" ? rows : undefined;
+      },
+      40_000,
+      "the delivery to fail",
+    );
+    const before = hook.received.length;
+    slow = true;
+    const retry = () =>
+      api.call("POST", `/api/webhook-endpoints/${endpoint.id}/deliveries/${delivery.id}/retry`, {
+        token: adminToken,
+      });
+    const retries = Array.from({ length: 10 }, retry);
+    const answers = await Promise.all(retries);
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(202));
+    expect(answers.every((a) => a.json.attempt.outcome === "failed")).toBe(true);
+    // Ten requests reached the receiver, none while another was being answered (150 ms each).
+    const arrivals = hook.received.slice(before, before + 10).map((r) => r.at);
+    expect(arrivals).toHaveLength(10);
+    for (let i = 1; i < arrivals.length; i++)
+      expect(arrivals[i] - arrivals[i - 1]).toBeGreaterThanOrEqual(140);
+    const [row] = await api.sql<{ manual: number; logged: number }[]>`
+      select d.manual_attempts as manual,
+        (select count(*)::int from api.webhook_attempts a where a.delivery_id = d.id) as logged
+      from api.webhook_deliveries d where d.id = ${delivery.id}`;
+    expect(row.manual).toBe(10);
+    expect(row.logged).toBe(delivery.attempts + 10);
+
+    // Recover waits for an attempt in flight (here: the delivery's row held by the test) and then
+    // queues the delivery as it finds it.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let locked = () => {};
+    const lockTaken = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    const holder = api.sql.begin(async (tx) => {
+      await tx`select id from api.webhook_deliveries where id = ${delivery.id} for update`;
+      locked();
+      await held;
+    });
+    await lockTaken;
+    let settled = false;
+    const recovered = api
+      .call("POST", `/api/webhook-endpoints/${endpoint.id}/recover`, {
+        token: adminToken,
+        body: { since: new Date(Date.now() - 3_600_000).toISOString() },
+      })
+      .finally(() => {
+        settled = true;
+      });
+    await Bun.sleep(500);
+    expect(settled).toBe(false);
+    release();
+    await holder;
+    expect(await recovered).toMatchObject({ status: 202, json: { queued: 1 } });
   });
 
   test("H4: deliveries newest first with every attempt (status, duration, error, the first KiB of the answer); retry attempts a failed one now; test sends webhook.test", async () => {

@@ -432,7 +432,32 @@ describe("flooding", () => {
       }),
     );
     expect(tooLarge.status).toBe(413);
-    expect(tooLarge.headers.get("ratelimit")).toBe('"default";r=1;t=2');
+    // N21: a 413 costs its sender a token too.
+    expect(tooLarge.headers.get("ratelimit")).toBe('"default";r=0;t=3');
+  });
+
+  test("N21 (v5): 413 and 415 count against the sender's rate limit like every other refusal; they are still answered first (W1)", async () => {
+    const app = payments.app({ rateLimiter: frozenLimiter(3) });
+    const wrongType = () =>
+      app.handle(notificationRequest(paymentSucceeded(orderId()), { contentType: "text/plain" }));
+    const tooLarge = () =>
+      app.handle(
+        new Request("http://localhost/api/webhooks/payment", {
+          method: "POST",
+          headers: { "content-type": "application/json", "content-length": "70000" },
+          body: "x",
+        }),
+      );
+    expect((await wrongType()).status).toBe(415);
+    expect((await tooLarge()).status).toBe(413);
+    expect((await wrongType()).status).toBe(415);
+    // The bucket is spent: the sender's next notification, however genuine, waits.
+    const id = orderId();
+    const next = await app.handle(notificationRequest(paymentSucceeded(id)));
+    expect(next.status).toBe(429);
+    expect(await rowsFor(payments.sql, id)).toEqual({ notifications: 0, outbox: 0 });
+    // And a 415 past the limit is still a 415 (W1's order), costing nothing more.
+    expect((await wrongType()).status).toBe(415);
   });
 
   test("W7: forged requests use up the bucket too, so a forged flood is cut off", async () => {

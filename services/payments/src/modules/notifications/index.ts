@@ -103,8 +103,14 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
       let rawBody: Uint8Array | undefined;
       try {
         // The cheap checks come before the body is read, so a flood costs as little as possible.
-        assertContentLength(request, provider.bodyLimit);
-        assertJsonContentType(request.headers.get("content-type"));
+        try {
+          assertContentLength(request, provider.bodyLimit);
+          assertJsonContentType(request.headers.get("content-type"));
+        } catch (error) {
+          // N21: answered first (W1), but counted against the sender like every other refusal.
+          rateLimiter.spend(bucket);
+          throw error;
+        }
         rateLimiter.take(bucket);
         rawBody = await readBodyWithin(request, provider.bodyLimit);
         const nowSeconds = Math.floor(Date.now() / 1000);

@@ -36,8 +36,9 @@ export const refusalsController = (deps: { verifyToken: TokenVerifier | undefine
             "count, the first and last time and the latest few examples (time, source address, " +
             "reason, the order the body claimed when it parsed); never a body or a signature. " +
             "Replicas write what they gathered every few seconds, so the newest refusals show " +
-            "a moment later. With order_id, only the groups with an example for that order, and " +
-            "only those examples.",
+            "a moment later. With order_id, the refusals that named that order, kept for it " +
+            "whatever else arrives (N21): per provider and reason its true count and its first " +
+            "and latest few examples.",
         },
       },
     );

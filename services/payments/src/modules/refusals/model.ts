@@ -26,7 +26,8 @@ export const refusalGroup = t.Object({
   first_at: timestamp("The first of them"),
   last_at: timestamp("The latest of them"),
   examples: t.Array(refusalExample, {
-    description: "The latest few, newest first; never a body or a signature",
+    description:
+      "The latest few, newest first (with order_id: the first few and the latest few); never a body or a signature",
   }),
 });
 

@@ -7,8 +7,8 @@ const windowHours = 24;
 
 /**
  * V4: the refusals since `since` (at most 24 hours back), every replica's, by provider and reason,
- * with the latest few examples; with `orderId`, only the groups with an example claiming that
- * order, and only those examples.
+ * with the latest few examples; with `orderId`, the refusals that named that order (N21: its own
+ * rows, see `refusalsOfOrder`).
  */
 export async function listRefusals(
   sql: Sql,
@@ -16,6 +16,7 @@ export async function listRefusals(
 ): Promise<RefusalGroup[]> {
   const floor = new Date(Date.now() - windowHours * 3600_000);
   const from = since && since > floor ? since : floor;
+  if (orderId !== undefined) return refusalsOfOrder(sql, orderId, from);
   const rows = await sql<
     {
       provider: string;
@@ -62,4 +63,31 @@ export async function refusedLastHour(sql: Sql): Promise<number> {
     where minute >= date_trunc('minute', now() - interval '1 hour')
       and last_at >= now() - interval '1 hour'`;
   return Number(row?.count ?? 0);
+}
+
+/**
+ * N21 (v5): the refusals that named `orderId`, by provider and reason, last seen since `from`:
+ * the true count (of the 48 hours kept) and the first and latest few examples, newest first.
+ * They come from the order's own rows, so no flood naming other orders can push them out.
+ */
+async function refusalsOfOrder(sql: Sql, orderId: number, from: Date): Promise<RefusalGroup[]> {
+  const rows = await sql<
+    {
+      provider: string;
+      reason: string;
+      count: string;
+      first_at: string;
+      last_at: string;
+      examples: RefusalExample[];
+    }[]
+  >`
+    select provider, reason, count::text as count, ${isoTimestamp(sql, "first_at")} as first_at,
+      ${isoTimestamp(sql, "last_at")} as last_at,
+      (select coalesce(jsonb_agg(e.value order by e.value->>'at' desc), '[]'::jsonb)
+        from (select distinct value
+          from jsonb_array_elements(first_examples || latest_examples)) as e) as examples
+    from payments.order_refusals
+    where order_id = ${orderId} and last_at >= ${from.toISOString()}::timestamptz
+    order by last_at desc, provider, reason`;
+  return rows.map((row) => ({ ...row, count: Number(row.count) }));
 }

@@ -8,6 +8,11 @@ export const examplesKept = 5;
 export const flushEveryMs = 2_000;
 /** Stored minutes older than this are removed (the route reads 24 hours back). */
 const keepHours = 48;
+/**
+ * N21: orders gathered before a write is started early: the per-order groups grow with the
+ * orders a flood names, so they are written in batches of at most about this many.
+ */
+export const ordersPerWrite = 50_000;
 
 export type RefusalExample = {
   at: string;
@@ -26,6 +31,12 @@ type Group = {
   examples: RefusalExample[];
 };
 
+/** N21: one order's refusals of one provider and reason: its own count, first and latest examples. */
+type OrderGroup = Group & { orderId: number; first: RefusalExample[] };
+
+const newestFirst = (a: RefusalExample, b: RefusalExample) =>
+  a.at < b.at ? 1 : a.at > b.at ? -1 : 0;
+
 /**
  * V4: the notifications a provider route refused (401, 400, 413, 415), seen and not only counted,
  * at no database write per request. Each refusal adds to its provider's and reason's group in
@@ -36,6 +47,8 @@ type Group = {
  */
 export class RefusalTally {
   private groups = new Map<string, Group>();
+  /** N21: per order named, so a flood naming other orders never touches an order's examples. */
+  private orderGroups = new Map<string, OrderGroup>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private flushing: Promise<void> | undefined;
   private flushes = 0;
@@ -59,6 +72,37 @@ export class RefusalTally {
     const at = new Date().toISOString();
     const example = { at, source_ip: seen.sourceIp, reason, order_id: seen.orderId };
     this.merge({ provider, reason, count: 1, firstAt: at, lastAt: at, examples: [example] });
+    if (seen.orderId !== null) {
+      this.mergeOrder({
+        orderId: seen.orderId,
+        provider,
+        reason,
+        count: 1,
+        firstAt: at,
+        lastAt: at,
+        examples: [example],
+        first: [example],
+      });
+      if (this.orderGroups.size >= ordersPerWrite) void this.flush();
+    }
+  }
+
+  private mergeOrder(group: OrderGroup) {
+    const key = `${group.orderId}\u0000${group.provider}\u0000${group.reason}`;
+    const known = this.orderGroups.get(key);
+    if (!known) {
+      this.orderGroups.set(key, group);
+      return;
+    }
+    known.count += group.count;
+    if (group.firstAt < known.firstAt) known.firstAt = group.firstAt;
+    if (group.lastAt > known.lastAt) known.lastAt = group.lastAt;
+    known.examples = [...group.examples, ...known.examples]
+      .sort(newestFirst)
+      .slice(0, examplesKept);
+    known.first = [...known.first, ...group.first]
+      .sort((a, b) => newestFirst(b, a))
+      .slice(0, examplesKept);
   }
 
   private merge(group: Group) {
@@ -88,22 +132,31 @@ export class RefusalTally {
     await this.flush();
   }
 
-  /** Writes the gathered groups in one statement; one flush at a time. */
+  /**
+   * Writes the gathered groups in one statement (and the orders' in one more); one write at a
+   * time, and a flush asked for during one writes what came since once that one is done.
+   */
   flush(): Promise<void> {
-    this.flushing ??= this.write().finally(() => {
-      this.flushing = undefined;
+    const next = (this.flushing ?? Promise.resolve()).then(() => this.write());
+    const tracked = next.finally(() => {
+      if (this.flushing === tracked) this.flushing = undefined;
     });
-    return this.flushing;
+    this.flushing = tracked;
+    return tracked;
   }
 
   private async write() {
-    if (this.groups.size === 0) return;
+    if (this.groups.size === 0 && this.orderGroups.size === 0) return;
     const groups = [...this.groups.values()];
     this.groups = new Map();
+    const orderGroups = [...this.orderGroups.values()];
+    this.orderGroups = new Map();
+    let written = false;
     const column = <T>(pick: (group: Group) => T) => groups.map(pick);
     const sql = this.sql;
     try {
-      await sql`
+      if (groups.length > 0)
+        await sql`
         insert into payments.refused_notifications as r
           (provider, reason, minute, count, first_at, last_at, examples)
         select provider, reason, date_trunc('minute', last_at::timestamptz), count,
@@ -126,16 +179,59 @@ export class RefusalTally {
               order by value->>'at' desc limit ${examplesKept}
             ) as e
           )`;
-      // Now and then, the minutes no one reads any more.
-      if (this.flushes++ % 1800 === 0)
+      written = true;
+      if (orderGroups.length > 0) await this.writeOrders(orderGroups);
+      // Now and then, the minutes and orders no one reads any more.
+      if (this.flushes++ % 1800 === 0) {
         await sql`delete from payments.refused_notifications
           where minute < now() - make_interval(hours => ${keepHours})`;
+        await sql`delete from payments.order_refusals
+          where last_at < now() - make_interval(hours => ${keepHours})`;
+      }
     } catch (error) {
-      for (const group of groups) this.merge(group);
+      if (!written) for (const group of groups) this.merge(group);
+      for (const group of orderGroups) this.mergeOrder(group);
       this.logger.warn("refused notifications not written; kept for the next try", {
         groups: groups.length,
+        orders: orderGroups.length,
         ...describeError(error),
       });
     }
+  }
+
+  /** N21: each order's groups added to its rows, in one statement. */
+  private async writeOrders(groups: OrderGroup[]) {
+    const column = <T>(pick: (group: OrderGroup) => T) => groups.map(pick);
+    await this.sql`
+      insert into payments.order_refusals as r
+        (order_id, provider, reason, count, first_at, last_at, first_examples, latest_examples)
+      select order_id, provider, reason, count, first_at::timestamptz, last_at::timestamptz,
+        first_examples::jsonb, latest_examples::jsonb
+      from unnest(
+        ${column((g) => g.orderId)}::bigint[], ${column((g) => g.provider)}::text[],
+        ${column((g) => g.reason)}::text[], ${column((g) => g.count)}::bigint[],
+        ${column((g) => g.firstAt)}::text[], ${column((g) => g.lastAt)}::text[],
+        ${column((g) => JSON.stringify(g.first))}::text[],
+        ${column((g) => JSON.stringify(g.examples))}::text[]
+      ) as g(order_id, provider, reason, count, first_at, last_at, first_examples, latest_examples)
+      on conflict (order_id, provider, reason) do update set
+        count = r.count + excluded.count,
+        first_at = least(r.first_at, excluded.first_at),
+        last_at = greatest(r.last_at, excluded.last_at),
+        -- The first few stay the first few; the latest few are the newest of both.
+        first_examples = (
+          select coalesce(jsonb_agg(e.value order by e.value->>'at'), '[]'::jsonb)
+          from (
+            select value from jsonb_array_elements(r.first_examples || excluded.first_examples)
+            order by value->>'at' limit ${examplesKept}
+          ) as e
+        ),
+        latest_examples = (
+          select coalesce(jsonb_agg(e.value order by e.value->>'at' desc), '[]'::jsonb)
+          from (
+            select value from jsonb_array_elements(excluded.latest_examples || r.latest_examples)
+            order by value->>'at' desc limit ${examplesKept}
+          ) as e
+        )`;
   }
 }

@@ -163,6 +163,33 @@ describe("expiry", () => {
     }
   });
 
+  test("O7: a sweep told to stop ends after the order it is on, however many are overdue", async () => {
+    const shortLived = await startApi({ env: { ORDER_TTL_SECONDS: "1" } });
+    try {
+      const product = await shortLived.product();
+      const { token } = await shortLived.customer();
+      for (let i = 0; i < 3; i++)
+        expect(
+          (
+            await shortLived.call("POST", "/api/orders", {
+              token,
+              body: { product_id: product.id, qty: 1 },
+            })
+          ).status,
+        ).toBe(201);
+      await Bun.sleep(1100);
+      let asked = 0;
+      // The shutdown begins while the first order is being expired.
+      const stopping = () => asked++ >= 1;
+      expect(await expireDueOrders(shortLived.db, shortLived.deps.topology, 100, stopping)).toBe(1);
+      expect(await expireDueOrders(shortLived.db, shortLived.deps.topology)).toBeGreaterThanOrEqual(
+        2,
+      );
+    } finally {
+      await shortLived.close();
+    }
+  });
+
   test("L3: with ORDER_TTL_SECONDS=0 orders never expire (expires_at null)", async () => {
     const forever = await startApi({ env: { ORDER_TTL_SECONDS: "0" } });
     try {
