@@ -94,3 +94,25 @@ describe("N19: the compose deployment runs nothing as root", () => {
     expect(services.postgres.tmpfs).toContain("/var/run/postgresql");
   });
 });
+
+describe("E5 (v5): the image and compose run both services in production mode", () => {
+  test("E5 (v5): the Dockerfile's runtime image sets NODE_ENV=production, and compose (alone and with the cluster file) gives both services NODE_ENV=production", () => {
+    const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+    const runtime = dockerfile.slice(dockerfile.indexOf("AS runtime"));
+    expect(runtime.split("\nFROM ")[0]).toMatch(/^ENV NODE_ENV=production$/m);
+    // Not in the build stage: npm ci would leave out the dev dependencies the build needs.
+    expect(dockerfile.slice(0, dockerfile.indexOf("AS runtime"))).not.toContain("NODE_ENV");
+    for (const files of [
+      ["docker-compose.yml"],
+      ["docker-compose.yml", "docker-compose.cluster.yml"],
+    ]) {
+      const services = composeConfig(files);
+      const modes = Object.entries(services)
+        .filter(([, s]) => /^commerce-/.test(s.image ?? ""))
+        .map(([name, s]) => [name, s.environment?.NODE_ENV]);
+      expect(modes.length).toBeGreaterThanOrEqual(2);
+      for (const [name, mode] of modes)
+        expect({ name, mode }).toEqual({ name, mode: "production" });
+    }
+  });
+});

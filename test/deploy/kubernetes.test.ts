@@ -131,6 +131,19 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
     }
   });
 
+  test("E5 (v5): both Deployments run their services in production mode, in every overlay", () => {
+    for (const { dir, objects } of rendered)
+      for (const d of objects.filter((o) => o.kind === "Deployment"))
+        for (const c of d.spec.template.spec.containers) {
+          const mode = c.env.find((e: { name: string }) => e.name === "NODE_ENV")?.value;
+          expect({ dir, name: d.metadata.name, mode }).toEqual({
+            dir,
+            name: d.metadata.name,
+            mode: "production",
+          });
+        }
+  });
+
   test("X3: the NATS chart's values make a three-node JetStream cluster, not as root", () => {
     const values = Bun.YAML.parse(
       readFileSync(join(root, "deploy/kubernetes/nats-values.yaml"), "utf8"),

@@ -1,3 +1,5 @@
+import "@commerce/shared/platform/production-mode";
+
 import { reclaimMemoryWhenIdle } from "@commerce/shared/platform/memory-reclaim";
 import {
   configOrExit,

@@ -1,6 +1,7 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { databaseUnavailable, migrateSchema, type Sql } from "./database";
 import { problemResponse, UnavailableError } from "./errors";
+import { pathnameOf } from "./http/url-text";
 import { describeError, type Logger } from "./logger";
 
 /** Routes that answer before the migrations are applied: they need no table (O1-O3). */
@@ -66,7 +67,7 @@ export class MigrationsUntilDone {
   /** 503 for every route but the operational ones until the tables exist. */
   gate(request: Request): Response | undefined {
     if (this.done) return undefined;
-    if (operational.has(new URL(request.url).pathname)) return undefined;
+    if (operational.has(pathnameOf(request.url))) return undefined;
     return problemResponse(new UnavailableError("Starting: waiting for a writable database"));
   }
 

@@ -3,15 +3,17 @@ import type { JetStreamManager } from "nats";
 import { type MessageTopology, messageTopology, ownStreamOf } from "../contract/messages";
 import type { CommonConfig } from "./config";
 import { connectDatabase } from "./database";
+import { uncaughtErrorAnswer } from "./http/problems";
 import { serverBodyCap } from "./http/request-limits";
 import { logOutput } from "./log-output";
-import { createLogger, describeError, type LogSink } from "./logger";
+import { createLogger, describeError, type Logger, type LogSink } from "./logger";
 import { Metrics } from "./metrics";
 import { MigrationsUntilDone } from "./migrations-until-done";
 import { ensureStream, NatsLink, StreamReplicasError } from "./nats";
 import type { ReadinessCheck } from "./operational-routes";
 import { OutboxRelay } from "./outbox/relay";
 import { runSteps } from "./process-exit";
+import { productionMode } from "./production-mode";
 import { createTracer } from "./tracing";
 
 export type ServiceOptions<Deps> = {
@@ -26,12 +28,29 @@ export type ServiceOptions<Deps> = {
 /** What `start` and `stop` need of an Elysia app. */
 type Server = {
   onRequest(hook: (context: { request: Request }) => Response | undefined): unknown;
-  listen(options: { port: number; hostname: string; maxRequestBodySize: number }): unknown;
+  listen(options: {
+    port: number;
+    hostname: string;
+    maxRequestBodySize: number;
+    development: boolean;
+    error: (error: Error) => Response;
+  }): unknown;
   stop(): Promise<unknown> | unknown;
   server: { port?: number } | null;
 };
 
 type Step = [string, () => Promise<unknown> | unknown];
+
+/**
+ * What both services ask of Bun's server besides the address: no cap of its own on a body (N7),
+ * and never its development error page (stack, paths, source lines), whatever NODE_ENV says:
+ * an error no route caught is problem+json, logged and counted (E5).
+ */
+export const serverOptions = (logger: Logger, metrics: Metrics) => ({
+  maxRequestBodySize: serverBodyCap,
+  development: false,
+  error: uncaughtErrorAnswer({ logger, metrics }),
+});
 
 /**
  * What both services are built on: the logger and metrics, the database with the service's
@@ -123,8 +142,12 @@ export async function openServiceCore(
      */
     start(app: Server, background?: () => void) {
       app.onRequest(({ request }) => migrations.gate(request));
-      app.listen({ port: config.port, hostname: config.host, maxRequestBodySize: serverBodyCap });
-      logger.info(`${name} listening`, { host: config.host, port: app.server?.port });
+      app.listen({ port: config.port, hostname: config.host, ...serverOptions(logger, metrics) });
+      logger.info(`${name} listening`, {
+        host: config.host,
+        port: app.server?.port,
+        mode: productionMode ? "production" : "development",
+      });
       void migrations.applied.then(() => {
         if (migrations.stopped) return;
         void nats

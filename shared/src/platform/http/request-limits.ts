@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
-import { HeadersTooLargeError } from "../errors";
+import { HeadersTooLargeError, ValidationError } from "../errors";
+import { hostIsValid } from "./url-text";
 
 /**
  * E4: the services' own limit on a request's headers (names, values and their separators). Bun's
@@ -26,10 +27,17 @@ export function headerBytes(headers: Headers): number {
   return size;
 }
 
-/** E4: 431 problem+json for headers over `headerLimitBytes`. */
+/**
+ * E4: 431 problem+json for headers over `headerLimitBytes`. E5: 400 problem+json for a `Host` no
+ * URL can be made of, before anything reads the request's URL.
+ */
 export function requestLimits() {
   return new Elysia({ name: "request-limits" }).onRequest(({ request }) => {
     if (headerBytes(request.headers) > headerLimitBytes)
       throw new HeadersTooLargeError(headerLimitBytes);
+    if (!hostIsValid(request.url))
+      throw new ValidationError("The Host header is not a host name, an address or a port", [
+        { path: "/host", message: "Host must be a host name or address, with a port if any" },
+      ]);
   });
 }
