@@ -5,13 +5,14 @@ import {
   configOrExit,
   healthcheckIfAsked,
   onShutdown,
+  serviceOrExit,
 } from "@commerce/shared/platform/process-exit";
 import { loadConfig } from "./config";
 import { createService } from "./create-service";
 
 await healthcheckIfAsked(3000);
 const config = configOrExit(() => loadConfig(process.env));
-const service = await createService(config);
+const service = await serviceOrExit(() => createService(config));
 service.start();
 reclaimMemoryWhenIdle();
 onShutdown(service.deps.logger, service.stop);

@@ -2,7 +2,7 @@ import type { MigrationMeta } from "drizzle-orm/migrator";
 import type { JetStreamManager } from "nats";
 import { type MessageTopology, messageTopology, ownStreamOf } from "../contract/messages";
 import type { CommonConfig } from "./config";
-import { connectDatabase } from "./database";
+import { connectDatabase, startRefusal } from "./database";
 import { uncaughtErrorAnswer } from "./http/problems";
 import { serverBodyCap } from "./http/request-limits";
 import { logOutput } from "./log-output";
@@ -12,7 +12,7 @@ import { MigrationsUntilDone } from "./migrations-until-done";
 import { ensureStream, NatsLink, StreamReplicasError } from "./nats";
 import type { ReadinessCheck } from "./operational-routes";
 import { OutboxRelay } from "./outbox/relay";
-import { runSteps } from "./process-exit";
+import { runSteps, StartFailed } from "./process-exit";
 import { productionMode } from "./production-mode";
 import { createTracer } from "./tracing";
 
@@ -81,7 +81,17 @@ export async function openServiceCore(
   const topology = messageTopology(config.natsPrefix);
   const sql = connectDatabase(config.databaseUrl, { max: options.databasePool, schema: name });
   const migrations = new MigrationsUntilDone(sql, name, parts.migrations, logger);
-  await migrations.firstAttempt();
+  await migrations.firstAttempt().catch((error) => {
+    // An unreachable or read-only database is waited for (X2); anything else stops the start,
+    // said in one line (O6).
+    logger.error(
+      `${name} cannot start: ${startRefusal(error) ?? "applying its migrations failed"}`,
+      {
+        ...describeError(error),
+      },
+    );
+    throw new StartFailed("start failed");
+  });
 
   const nats = new NatsLink(
     config.natsUrl,
