@@ -131,6 +131,20 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
     }
   });
 
+  test("X3: the api Deployment's replicas are its autoscaler's floor, in every overlay", () => {
+    for (const { dir, objects } of rendered) {
+      const api = objects.find((o) => o.kind === "Deployment" && o.metadata.name === "api");
+      const autoscaler = objects.find((o) => o.kind === "HorizontalPodAutoscaler");
+      expect({ dir, replicas: api?.spec.replicas }).toEqual({
+        dir,
+        replicas: autoscaler?.spec.minReplicas,
+      });
+    }
+    const production = rendered.find((r) => r.dir.endsWith("production"));
+    const floor = production?.objects.find((o) => o.kind === "HorizontalPodAutoscaler");
+    expect(floor?.spec.minReplicas).toBe(3);
+  });
+
   test("E5 (v5): both Deployments run their services in production mode, in every overlay", () => {
     for (const { dir, objects } of rendered)
       for (const d of objects.filter((o) => o.kind === "Deployment"))
