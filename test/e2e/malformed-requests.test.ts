@@ -96,6 +96,22 @@ describe("E5 (v5): no request reaches the runtime's own error page", () => {
       });
     });
 
+    test(`E5 (v5): ${name}: an HTTP/1.0 request without Host (a load balancer's health check) is served, and no path answers 5xx or Bun's page`, async () => {
+      const service = stack[name];
+      for (const path of ["/health", "/ready"]) {
+        const answer = await rawRequest(service.port, `GET ${path} HTTP/1.0`);
+        expect({ path, status: answer.status }).toEqual({ path, status: 200 });
+        expect(answer.headers["x-request-id"]).toBeTruthy();
+      }
+      for (const path of [...pathsOf[name], "/swagger/json", "/metrics", "/api/orders/1/events"]) {
+        const answer = await rawRequest(service.port, `GET ${path} HTTP/1.0`);
+        const where = `${name} GET ${path} HTTP/1.0`;
+        expect({ where, page: runtimePageIn(answer) }).toEqual({ where, page: [] });
+        expect({ where, status: answer.status }).toEqual({ where, status: expect.any(Number) });
+        expect({ where, server: (answer.status ?? 500) >= 500 }).toEqual({ where, server: false });
+      }
+    });
+
     test(`E5 (v5): ${name}: what Bun refuses before the service sees it is a bare status or a closed connection, never its page (docs/decisions.md)`, async () => {
       const port = stack[name].port;
       const refused = {

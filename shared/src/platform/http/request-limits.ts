@@ -35,7 +35,7 @@ export function requestLimits() {
   return new Elysia({ name: "request-limits" }).onRequest(({ request }) => {
     if (headerBytes(request.headers) > headerLimitBytes)
       throw new HeadersTooLargeError(headerLimitBytes);
-    if (!hostIsValid(request.url))
+    if (!hostIsValid(request))
       throw new ValidationError("The Host header is not a host name, an address or a port", [
         { path: "/host", message: "Host must be a host name or address, with a port if any" },
       ]);

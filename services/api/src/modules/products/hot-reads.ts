@@ -8,7 +8,7 @@ import {
 import { problemAnswer, problemOf } from "@commerce/shared/platform/http/problems";
 import { headerBytes, headerLimitBytes } from "@commerce/shared/platform/http/request-limits";
 import { beginRequest, endRequest } from "@commerce/shared/platform/http/request-log";
-import { hostIsValid, requestTarget } from "@commerce/shared/platform/http/url-text";
+import { requestTarget } from "@commerce/shared/platform/http/url-text";
 import type { ApiDeps } from "../../deps";
 import { maxProductId } from "../../lib/ids";
 import { rememberedCallers } from "../auth";
@@ -71,7 +71,7 @@ function plainListQuery(query: string | undefined) {
  * Bun routes without Elysia's per-request pipeline, its hooks and the promises between them
  * (issue 30: about a tenth of a product read's CPU, as shipped).
  *
- * Only a plain request takes this lane: the migrations applied, a `Host` a URL is made of (E5),
+ * Only a plain request takes this lane: the migrations applied, a URL a parser reads (E5),
  * headers within their limit, no body, a path or query whose values are valid as written (no
  * escape to decode), and a token verified before and still remembered (A5). Any other request, valid or not, goes to the app
  * before this lane has done anything, and is answered there as before (400, 401, 431, 503 ...).
@@ -91,7 +91,7 @@ export function hotReads(deps: HotReadDeps, fallback: Fallback) {
     if (
       !principal ||
       !deps.migrated() ||
-      !hostIsValid(request.url) ||
+      !URL.canParse(request.url) ||
       hasBody(request) ||
       headerBytes(request.headers) > headerLimitBytes
     )
