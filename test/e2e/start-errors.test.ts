@@ -81,8 +81,9 @@ describe("O6, X2: a database the service cannot use at start is one log line, ne
       });
     });
 
-    test(`O6, X2: ${name}: an unreachable database at start is one warning line; the service waits, alive and not ready`, async () => {
+    test(`O6, X2: ${name}: an unreachable database at start is one warning line; the service waits, alive and not ready, every route 503 problem+json logged and counted (E5)`, async () => {
       const closed = `postgres://root:${wrongPassword}@127.0.0.1:${await freePort()}/none`;
+      let gatedId = "";
       const { child, port, output } = await launch(name, closed);
       try {
         await eventually(
@@ -94,6 +95,14 @@ describe("O6, X2: a database the service cannot use at start is one log line, ne
           `${name} /health`,
         );
         expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).toBe(503);
+        // E5: every other route is 503 problem+json, with its id, a request line and a sample.
+        const gated = await fetch(`http://127.0.0.1:${port}/no-such-route`);
+        expect(gated.status).toBe(503);
+        expect(gated.headers.get("content-type")).toStartWith("application/problem+json");
+        gatedId = gated.headers.get("x-request-id") ?? "";
+        expect(gatedId).toMatch(/^[0-9a-f-]{36}$/);
+        const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        expect(metrics).toContain('route="unmatched",status="503"');
         // Several retries go by, silently.
         await Bun.sleep(2500);
         expect(child.exitCode).toBeNull();
@@ -106,6 +115,9 @@ describe("O6, X2: a database the service cannot use at start is one log line, ne
       expect(text).not.toMatch(/^\s+at /m);
       const lines = linesOf(text);
       expect(lines.filter((l) => l.notJson)).toEqual([]);
+      expect(lines.filter((l) => l.msg === "request" && l.request_id === gatedId)).toEqual([
+        expect.objectContaining({ status: 503, route: "unmatched" }),
+      ]);
       expect(lines.filter((l) => l.level === "warn" || l.level === "error")).toEqual([
         expect.objectContaining({
           msg: "database not writable yet; migrations will be retried",

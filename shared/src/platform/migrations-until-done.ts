@@ -1,6 +1,6 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { databaseUnavailable, migrateSchema, type Sql } from "./database";
-import { problemResponse, UnavailableError } from "./errors";
+import { UnavailableError } from "./errors";
 import { pathnameOf } from "./http/url-text";
 import { describeError, type Logger } from "./logger";
 
@@ -64,11 +64,14 @@ export class MigrationsUntilDone {
     }, this.retryMs);
   }
 
-  /** 503 for every route but the operational ones until the tables exist. */
-  gate(request: Request): Response | undefined {
-    if (this.done) return undefined;
-    if (operational.has(pathnameOf(request.url))) return undefined;
-    return problemResponse(new UnavailableError("Starting: waiting for a writable database"));
+  /**
+   * 503 for every route but the operational ones until the tables exist: thrown, so the problem
+   * plugin answers it and the request log writes its line and metric sample (E5).
+   */
+  gate(request: Request): void {
+    if (this.done) return;
+    if (operational.has(pathnameOf(request.url))) return;
+    throw new UnavailableError("Starting: waiting for a writable database");
   }
 
   stop(): void {

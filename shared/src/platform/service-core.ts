@@ -27,7 +27,7 @@ export type ServiceOptions<Deps> = {
 
 /** What `start` and `stop` need of an Elysia app. */
 type Server = {
-  onRequest(hook: (context: { request: Request }) => Response | undefined): unknown;
+  onRequest(hook: (context: { request: Request }) => void): unknown;
   listen(options: {
     port: number;
     hostname: string;
