@@ -128,6 +128,11 @@ describe("E5 (v5): no request reaches the runtime's own error page", () => {
           port,
           `GET /health HTTP/1.1\r\nHost: a\r\nX-Big: ${"b".repeat(70 * 1024)}`,
         ),
+        // More header lines than Bun counts (198), each short: bare 431.
+        headerLines: await rawRequest(
+          port,
+          `GET /health HTTP/1.1\r\nHost: a\r\n${Array.from({ length: 200 }, (_, i) => `X-H${i}: v`).join("\r\n")}`,
+        ),
       };
       for (const [what, answer] of Object.entries(refused)) {
         expect({ what, page: runtimePageIn(answer), body: answer.body }).toEqual({
@@ -141,6 +146,13 @@ describe("E5 (v5): no request reaches the runtime's own error page", () => {
       expect(refused.noHost.status).toBe(400);
       expect(refused.version.status).toBe(505);
       expect(refused.headers.status).toBe(431);
+      expect(refused.headerLines.status).toBe(431);
+      // Just under both caps, the service answers itself.
+      const many = await rawRequest(
+        port,
+        `GET /health HTTP/1.1\r\nHost: a\r\n${Array.from({ length: 150 }, (_, i) => `X-H${i}: v`).join("\r\n")}`,
+      );
+      expect(many.status).toBe(200);
     });
   }
 
