@@ -126,4 +126,35 @@ describe("O6, X2: a database the service cannot use at start is one log line, ne
       ]);
     });
   }
+
+  test("O6, X2: a database that comes up refusing the password while the service waits is one line, not one per retry", async () => {
+    await postgres.stop();
+    const url = postgres.url.replace(encodeURIComponent(rightPassword), wrongPassword);
+    const { child, port, output } = await launch("api", url);
+    try {
+      await eventually(
+        async () =>
+          (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok
+            ? true
+            : undefined,
+        20_000,
+        "api /health",
+      );
+      await postgres.start();
+      // The retries run each second: a few of them meet the wrong password.
+      await Bun.sleep(4000);
+      expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).toBe(503);
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill("SIGTERM");
+      await child.exited;
+    }
+    const failures = linesOf(await output).filter((l) => l.msg === "migrations failed; retrying");
+    expect(failures).toEqual([
+      expect.objectContaining({
+        error_code: "28P01",
+        cause: "the database refused the password in DATABASE_URL",
+      }),
+    ]);
+  });
 });

@@ -1,5 +1,5 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
-import { databaseUnavailable, migrateSchema, type Sql } from "./database";
+import { databaseUnavailable, migrateSchema, type Sql, startRefusal } from "./database";
 import { UnavailableError } from "./errors";
 import { pathnameOf } from "./http/url-text";
 import { describeError, type Logger } from "./logger";
@@ -21,6 +21,8 @@ export class MigrationsUntilDone {
   /** Resolves once the migrations are applied (never, if the service stops first). */
   readonly applied = this.finished.promise;
   private timer?: Timer;
+  /** The last failure the retries logged, so the same one is not logged again each second. */
+  private lastFailure?: string;
 
   constructor(
     private readonly sql: Sql,
@@ -56,9 +58,16 @@ export class MigrationsUntilDone {
         this.logger.info("migrations applied", { schema: this.schema });
       } catch (error) {
         // Even a non-connection error may be the database's state (e.g. a lock held by a
-        // replica that died); the service stays not ready and says why.
-        if (!databaseUnavailable(error))
-          this.logger.error("migrations failed; retrying", describeError(error));
+        // replica that died); the service stays not ready and says why, once per cause rather
+        // than every retry (a wrong password would be a line a second).
+        const why = describeError(error);
+        const cause = JSON.stringify(why);
+        if (!databaseUnavailable(error) && cause !== this.lastFailure)
+          this.logger.error("migrations failed; retrying", {
+            ...why,
+            ...(startRefusal(error) ? { cause: startRefusal(error) } : {}),
+          });
+        this.lastFailure = cause;
         this.retryLater();
       }
     }, this.retryMs);
