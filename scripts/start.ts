@@ -29,8 +29,8 @@ import { userInfo } from "node:os";
 import { natsConnection, natsEnv } from "@commerce/shared/platform/config";
 import { parseEnv } from "@commerce/shared/platform/env";
 import { bunServiceFlags } from "@commerce/shared/platform/http/request-limits";
+import { bannerLines, forgetRunning, type Running, rememberRunning } from "./start/banner";
 import { Child, label } from "./start/child";
-import { demo } from "./start/demo";
 import { startEmbeddedPostgres } from "./start/embedded-postgres";
 import {
   type Address,
@@ -40,7 +40,7 @@ import {
   jetStreamProblem,
   tryPostgres,
 } from "./start/probes";
-import { providerLines, providerVariables } from "./start/providers";
+import { providerVariables } from "./start/providers";
 
 const root = new URL("..", import.meta.url).pathname;
 const dataDir = `${root}.data`;
@@ -101,6 +101,8 @@ let services: Child[] = [];
 let natsServer: Child | undefined;
 const embedded: Array<() => Promise<void>> = [];
 let stopping: { exitCode: number; done: Promise<void> } | undefined;
+/** What `npm run where` reads, once this start got that far (O10). */
+let running: Running | undefined;
 
 /** Services first (they drain NATS and close the database), then nats-server, then PGlite. */
 async function stopAll(exitCode: number): Promise<never> {
@@ -112,6 +114,7 @@ async function stopAll(exitCode: number): Promise<never> {
       await Promise.all(services.map((child) => child.stop(12_000)));
       await natsServer?.stop(10_000);
       await Promise.all(embedded.map((close) => close()));
+      forgetRunning(dataDir, running);
       if (started) say("stopped");
     })(),
   };
@@ -184,26 +187,24 @@ async function main(): Promise<void> {
     }
     return supervise(
       service,
-      [process.execPath, ...bunServiceFlags, `services/${service}/src/main.ts`],
+      // O10: configured by the environment given here only, never by a `.env` in the checkout
+      // (one written by `npm run secrets` is for compose).
+      [process.execPath, "--no-env-file", ...bunServiceFlags, `services/${service}/src/main.ts`],
       childEnv,
     );
   });
   await Promise.all(services.map((child, i) => waitReady(child, urls[serviceNames[i]])));
 
-  const lines = [
-    "",
-    `api       ${urls.api}   Swagger UI ${urls.api}/swagger   console ${urls.api}/console`,
-    `payments  ${urls.payments}   Swagger UI ${urls.payments}/swagger`,
-    `database  ${database.description}`,
-    `nats      ${nats.description}`,
-    ...providerLines(urls.payments, env),
-    "",
-  ];
-  try {
-    lines.push(...(await demo({ apiUrl: urls.api, paymentsPort: ports.payments, jwtSecret }, say)));
-  } catch (error) {
-    lines.push(`(no demo data or tokens: ${errorText(error)})`, "");
-  }
+  running = {
+    pid: process.pid,
+    urls,
+    paymentsPort: ports.payments,
+    database: database.description,
+    nats: nats.description,
+    providers: providerVariables.filter((name) => env[name]?.trim()),
+  };
+  rememberRunning(dataDir, running);
+  const lines = await bannerLines(running, jwtSecret, say);
   lines.push("Ctrl-C stops everything.", "");
   for (const line of lines) say(line);
 }

@@ -103,6 +103,8 @@ export async function demo(
     );
     return place();
   });
+  // O10: the cancel example gets an order of its own, not the one the lines above pay and refund.
+  const another = await place().catch(() => undefined);
   const webhook = (event: string) =>
     [
       `npm run webhook -- --order ${order.order_id} --amount ${order.amount}`,
@@ -129,9 +131,14 @@ export async function demo(
     `Demo order ${order.order_id} (2 x ${product.name}, ${money(order.amount, order.currency)}) awaits payment; pay it as the provider would:`,
     `  ${webhook("payment.succeeded")}`,
     `  curl -H "Authorization: Bearer $TOKEN" ${apiUrl}/api/orders/${order.order_id}`,
-    "Then refund it, or let the customer cancel an unpaid one:",
+    "Then refund it:",
     `  ${webhook("payment.refunded")}`,
-    `  curl -X PATCH -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '{"status":"cancelled"}' ${apiUrl}/api/orders/${order.order_id}`,
+    ...(another
+      ? [
+          `The customer may cancel an order that is not paid yet, such as demo order ${another.order_id}:`,
+          `  curl -X PATCH -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '{"status":"cancelled"}' ${apiUrl}/api/orders/${another.order_id}`,
+        ]
+      : []),
     "",
     "Order events as signed webhooks: subscribe a receiver (the answer shows its secret once), then run it:",
     `  curl -X POST -H "Authorization: Bearer $ADMIN_TOKEN" -H "Content-Type: application/json" -d '{"url":"http://127.0.0.1:4000/","events":["*"]}' ${apiUrl}/api/webhook-endpoints`,

@@ -75,6 +75,14 @@ describe("order paid, end to end over NATS JetStream", () => {
     expect(api).toMatch(/^payment_consumer_lag \d+$/m);
   });
 
+  test("X2 (v5): each running service (source or binary) has the guard against unhandled errors: counted, none so far", async () => {
+    for (const url of [stack.api.url, stack.payments.url]) {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      expect(text).toMatch(/^process_unhandled_errors_total\{kind="rejection"\} 0$/m);
+      expect(text).toMatch(/^process_unhandled_errors_total\{kind="exception"\} 0$/m);
+    }
+  });
+
   test("W2: forged, stale, future, tampered and unsigned notifications are 401 and change nothing", async () => {
     const order = await newOrder();
     const body = succeeded(order);

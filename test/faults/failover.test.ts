@@ -228,6 +228,16 @@ async function streamThroughFailover(
       service.logLines().filter((line) => line.msg === "unexpected error"),
     );
     if (unexpected.length) console.log("unexpected errors:", JSON.stringify(unexpected));
+    // X2 (v5): no process died and none met an error nobody handled (each would be logged).
+    const services = [stack.api, stack.payments, sweeper];
+    const unhandled = services.flatMap((service) =>
+      service.logLines().filter((line) => String(line.msg).startsWith("unhandled ")),
+    );
+    if (unhandled.length) console.log("unhandled errors:", JSON.stringify(unhandled));
+    expect(unhandled).toEqual([]);
+    expect(services.map((service) => [service.name, service.exitCode])).toEqual(
+      services.map((service) => [service.name, null]),
+    );
 
     // 0 acknowledged lost, 0 paid twice, every refused one accepted on resend.
     expect(done.every((d) => d.accepted)).toBe(true);

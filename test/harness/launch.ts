@@ -51,6 +51,11 @@ export class ServiceProcess {
     if (output !== "memory" && output.stdout !== false) this.log = `${output.dir}/${this.name}.log`;
   }
 
+  /** The exit code once the process has exited; null while it runs (or never started). */
+  get exitCode(): number | null {
+    return this.process?.exitCode ?? null;
+  }
+
   get pid(): number {
     if (!this.process) throw new Error(`${this.name} was never started`);
     return this.process.pid;

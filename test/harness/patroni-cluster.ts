@@ -452,17 +452,17 @@ export class PatroniCluster {
 }
 
 /**
- * HAProxy in front of the cluster, as docs/failover.md shows it: TCP to whichever node answers
- * Patroni's `GET /primary` with 200; a node marked down has its sessions cut, so no client stays
- * on a demoted or dead node.
+ * HAProxy in front of the cluster exactly as Patroni's documentation configures it (X2 v5: what a
+ * user runs, with nothing tuned for the services; docs/failover.md shows the same): TCP to
+ * whichever node answers Patroni's `GET /primary` with 200, HAProxy's default `retries` (3), and a
+ * node marked down has its sessions cut, so no client stays on a demoted or dead node.
  */
 export const haproxyConfig = (port: number, servers: string) => `global
   maxconn 300
 
 defaults
   mode tcp
-  retries 1
-  timeout connect 1s
+  timeout connect 2s
   timeout client 30m
   timeout server 30m
   timeout check 1s
@@ -471,6 +471,6 @@ listen postgres_primary
   bind 127.0.0.1:${port}
   option httpchk GET /primary
   http-check expect status 200
-  default-server inter 1s fastinter 250ms fall 2 rise 1 on-marked-down shutdown-sessions
+  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
 ${servers}
 `;

@@ -33,8 +33,48 @@ export function hangUpMidBody(
   });
 }
 
+export type RawAnswer = { status: number; headers: Record<string, string>; body: string };
+
+/**
+ * One request written on a raw socket exactly as given (a target or a `Host` that `fetch` would
+ * refuse or rewrite), and its answer, read until the server closes the connection.
+ */
+export function rawRequest(
+  port: number,
+  method: string,
+  target: string,
+  headers: Record<string, string>,
+): Promise<RawAnswer> {
+  const head = [
+    `${method} ${target} HTTP/1.1`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    "Connection: close",
+  ].join("\r\n");
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(port, "127.0.0.1", () => socket.write(`${head}\r\n\r\n`));
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", reject);
+    socket.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      const split = text.indexOf("\r\n\r\n");
+      const [statusLine, ...lines] = text.slice(0, split).split("\r\n");
+      const answerHeaders: Record<string, string> = {};
+      for (const line of lines) {
+        const colon = line.indexOf(":");
+        answerHeaders[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      resolve({
+        status: Number(statusLine.split(" ")[1]),
+        headers: answerHeaders,
+        body: text.slice(split + 4),
+      });
+    });
+  });
+}
+
 /** What a server answered on a raw socket: nothing at all when it closed without a byte. */
-export type RawAnswer = {
+export type RawHead = {
   /** Everything the server wrote, as text. */
   raw: string;
   status?: number;
@@ -48,7 +88,7 @@ export type RawAnswer = {
  * byte for byte, as no HTTP client would, with `Connection: close`; reads until the server
  * closes, or `timeoutMs` passes.
  */
-export function rawRequest(port: number, head: string, timeoutMs = 5000): Promise<RawAnswer> {
+export function rawHead(port: number, head: string, timeoutMs = 5000): Promise<RawHead> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const socket = connect(port, "127.0.0.1", () =>

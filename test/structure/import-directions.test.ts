@@ -4,10 +4,18 @@ import { dirname, join, relative, resolve } from "node:path";
 
 /**
  * The house's imports run one way (STYLE.md): plug-ins depend on a neutral contract, never on
- * their host, and no folder imports a folder that imports it back. Read from the sources as text.
+ * their host, and no folder imports a folder that imports it back. Read from the sources as text:
+ * both services, shared, the console and the typed client; a file at a source root is a node of
+ * its own; type-only imports and our packages' imports (`@commerce/api/app`) count.
  */
 const root = resolve(import.meta.dir, "../..");
-const sourceRoots = ["shared/src", "services/api/src", "services/payments/src"];
+const sourceRoots = [
+  "shared/src",
+  "services/api/src",
+  "services/payments/src",
+  "services/api/console/src",
+  "packages/client/src",
+];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -24,11 +32,32 @@ const asFile = (path: string) => {
   return existsSync(`${path}.ts`) ? `${path}.ts` : join(path, "index.ts");
 };
 
-/** `@commerce/shared/<x>` and relative imports, as paths from the repository's root. */
+/** Each workspace package's exports (`@commerce/api/app` → its file), wildcards as prefixes. */
+const packageExports = ["shared", "services/api", "services/payments", "packages/client"].flatMap(
+  (folder) => {
+    const manifest = JSON.parse(readFileSync(join(root, folder, "package.json"), "utf8"));
+    return Object.entries(manifest.exports ?? {}).map(([subpath, target]) => ({
+      name: `${manifest.name}${subpath.slice(1)}`,
+      file: join(folder, String(target)),
+    }));
+  },
+);
+
+/** A package import (`@commerce/...`) as the path of the file it resolves to, if it is ours. */
+function packageFile(spec: string): string | undefined {
+  for (const { name, file } of packageExports) {
+    if (name === spec) return file;
+    const star = name.indexOf("*");
+    if (star >= 0 && spec.startsWith(name.slice(0, star)))
+      return file.replace("*", spec.slice(star));
+  }
+}
+
+/** Our packages' and relative imports (type-only ones too), as paths from the repository's root. */
 function importsOf(file: string): string[] {
   const text = readFileSync(file, "utf8");
   return [...text.matchAll(importPattern)].flatMap(([, spec]) => {
-    if (spec.startsWith("@commerce/shared/")) return [`shared/src/${spec.slice(17)}.ts`];
+    if (spec.startsWith("@commerce/")) return [packageFile(spec) ?? spec];
     if (spec.startsWith(".")) return [relative(root, asFile(resolve(dirname(file), spec)))];
     return [];
   });
@@ -40,7 +69,8 @@ const edges = sourceRoots.flatMap((dir) =>
   ),
 );
 
-const folderOf = (path: string) => dirname(path);
+/** A file's folder; a file at a source root (`deps.ts`, `app.ts`) is a node of its own. */
+const folderOf = (path: string) => (sourceRoots.includes(dirname(path)) ? path : dirname(path));
 
 function folderCycles(): string[][] {
   const graph = new Map<string, Set<string>>();
@@ -87,6 +117,15 @@ describe("imports run one way", () => {
     expect(folderCycles()).toEqual([]);
   });
 
+  test("the console reaches the services only through the typed client", () => {
+    const console = "services/api/console/src/";
+    expect(importsFrom(console, "services/api/src/")).toEqual([]);
+    expect(importsFrom(console, "services/payments/src/")).toEqual([]);
+    expect(importsFrom(console, "packages/client/src/browser.ts")).not.toEqual([]);
+    // The client's types come from the apps themselves (Eden), as a package import resolves them.
+    expect(importsFrom("packages/client/src/", "services/api/src/app.ts")).not.toEqual([]);
+  });
+
   test("the contract imports no plumbing and no service", () => {
     expect(importsFrom("shared/src/contract/", "shared/src/platform/")).toEqual([]);
     expect(importsFrom("shared/src/", "services/")).toEqual([]);
@@ -101,6 +140,25 @@ describe("imports run one way", () => {
       return from.startsWith(providers) && to.startsWith(providers) && a !== b && !host;
     });
     expect(across).toEqual([]);
+  });
+
+  test("the loop detector finds a loop through a file at a service's root, type-only included", () => {
+    edges.push({
+      from: "services/payments/src/deps.ts",
+      to: "services/payments/src/modules/x/a.ts",
+    });
+    edges.push({
+      from: "services/payments/src/modules/x/b.ts",
+      to: "services/payments/src/deps.ts",
+    });
+    try {
+      expect(folderCycles()).toContainEqual([
+        "services/payments/src/deps.ts",
+        "services/payments/src/modules/x",
+      ]);
+    } finally {
+      edges.splice(-2, 2);
+    }
   });
 
   test("the loop detector finds a planted loop", () => {

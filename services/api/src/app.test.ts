@@ -5,6 +5,7 @@ import { eventually, testDatabaseUrl, unique } from "@commerce/testing/basics";
 import { type ApiHarness, problemType, startApi } from "@commerce/testing/in-process";
 import { hangUpMidBody } from "@commerce/testing/raw-http";
 import postgres from "postgres";
+import { createApp } from "./app";
 import { createDatabase } from "./db";
 
 let api: ApiHarness;
@@ -39,6 +40,23 @@ describe("operations and errors", () => {
     expect(res.status).toBe(503);
     expect(res.json.detail).toContain("database");
     await dbDown.close();
+  });
+
+  test("X2, E6: until the migrations are applied every route but the operational ones is the pipeline's 503", async () => {
+    const starting = createApp({ ...api.deps, migrated: () => false });
+    const ask = (path: string) =>
+      starting.handle(
+        new Request(`http://localhost${path}`, {
+          headers: { authorization: `Bearer ${customer}`, "x-request-id": "starting-1" },
+        }),
+      );
+    const read = await ask("/api/products/1");
+    expect(read.status).toBe(503);
+    expect(read.headers.get("content-type")).toBe(problemType);
+    expect(read.headers.get("retry-after")).toBe("1");
+    expect(read.headers.get("x-request-id")).toBe("starting-1");
+    expect((await ask("/health")).status).toBe(200);
+    expect((await ask("/metrics")).status).toBe(200);
   });
 
   test("O3: /metrics counts requests by route and status in Prometheus text", async () => {

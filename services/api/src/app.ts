@@ -1,9 +1,6 @@
 import { databaseIsUp } from "@commerce/shared/platform/database";
-import { problemErrors } from "@commerce/shared/platform/http/problems";
-import { requestLimits } from "@commerce/shared/platform/http/request-limits";
-import { requestLog } from "@commerce/shared/platform/http/request-log";
+import { requestPipeline } from "@commerce/shared/platform/http/pipeline";
 import { RouteMethods } from "@commerce/shared/platform/http/route-methods";
-import { urlText } from "@commerce/shared/platform/http/url-text";
 import { openapiDocs } from "@commerce/shared/platform/openapi";
 import { operationalRoutes } from "@commerce/shared/platform/operational-routes";
 import { Elysia } from "elysia";
@@ -19,7 +16,6 @@ import { ordersController } from "./modules/orders";
 import { orderBodyShapes } from "./modules/orders/model";
 import { outboxController } from "./modules/outbox";
 import { productsController } from "./modules/products";
-import { hotReads } from "./modules/products/hot-reads";
 import { reviewsController } from "./modules/reviews";
 import { statusController } from "./modules/status";
 import { webhooksController } from "./modules/webhooks";
@@ -44,27 +40,21 @@ the RateLimit-Policy and RateLimit headers say how much is left.`;
 export function createApp(deps: ApiDeps) {
   // E4: a served path asked with another method is 405, from this app's own routes.
   const routes = new RouteMethods();
-  const app = new Elysia({
-    normalize: false,
-    // Issue 30: the catalogue's two hot reads, for a plain request, without Elysia's pipeline.
-    serve: {
-      routes: hotReads(deps, (request): Response | Promise<Response> => app.fetch(request)),
-    },
-  })
-    .use(requestLog(deps))
-    .use(problemErrors({ ...deps, routes }))
-    // E4: headers over the service's limit are its own 431 problem+json.
-    .use(requestLimits())
-    // Credentials are checked before the body, so anonymous callers learn nothing of the schemas.
+  const app = new Elysia({ normalize: false })
     .use(
-      auth(deps.verifyToken, deps.rateLimiter, {
-        limiter: deps.rejectedLimiter,
-        trustProxy: deps.trustProxy,
-      }),
+      requestPipeline(
+        { ...deps, routes },
+        {
+          callers: [
+            auth(deps.verifyToken, deps.rateLimiter, {
+              limiter: deps.rejectedLimiter,
+              trustProxy: deps.trustProxy,
+            }),
+          ],
+          body: jsonBody({ limitBytes: apiBodyLimit }),
+        },
+      ),
     )
-    .use(jsonBody({ limitBytes: apiBodyLimit }))
-    // N9: no NUL, lone surrogate or control character in the path or query string.
-    .use(urlText())
     .use(
       openapiDocs({
         title: "Shop API",

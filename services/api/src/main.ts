@@ -4,6 +4,7 @@ import { reclaimMemoryWhenIdle } from "@commerce/shared/platform/memory-reclaim"
 import {
   configOrExit,
   healthcheckIfAsked,
+  keepRunningOnUnhandledErrors,
   onShutdown,
   serviceOrExit,
 } from "@commerce/shared/platform/process-exit";
@@ -11,8 +12,10 @@ import { loadConfig } from "./config";
 import { createService } from "./create-service";
 
 await healthcheckIfAsked(3000);
+const unhandled = keepRunningOnUnhandledErrors("api");
 const config = configOrExit(() => loadConfig(process.env));
 const service = await serviceOrExit(() => createService(config));
+unhandled.attach(service.deps.logger, service.deps.metrics);
 service.start();
 reclaimMemoryWhenIdle();
 onShutdown(service.deps.logger, service.stop);

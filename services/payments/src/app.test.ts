@@ -26,6 +26,16 @@ describe("operations", () => {
     expect(await jsonOf(response)).toEqual({ status: "ok" });
   });
 
+  test("X2, E6: until the migrations are applied every route but the operational ones is the pipeline's 503", async () => {
+    const starting = payments.app({ migrated: () => false });
+    // The webhook: no token to check first, so the gate is what answers.
+    const refused = await get(starting, "/api/webhooks/payment", { "x-request-id": "starting-2" });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(refused.headers.get("x-request-id")).toBe("starting-2");
+    expect((await get(starting, "/health")).status).toBe(200);
+  });
+
   test("O2: /ready is 200 when the database and NATS are up", async () => {
     const app = payments.app({ readiness: [{ name: "nats", check: () => true }] });
     const response = await get(app, "/ready");

@@ -1,10 +1,7 @@
 import { bearerAuth, bearerSecurity } from "@commerce/shared/platform/auth/bearer-auth";
 import { databaseIsUp } from "@commerce/shared/platform/database";
-import { problemErrors } from "@commerce/shared/platform/http/problems";
-import { requestLimits } from "@commerce/shared/platform/http/request-limits";
-import { requestLog } from "@commerce/shared/platform/http/request-log";
+import { requestPipeline } from "@commerce/shared/platform/http/pipeline";
 import { RouteMethods } from "@commerce/shared/platform/http/route-methods";
-import { urlText } from "@commerce/shared/platform/http/url-text";
 import { openapiDocs } from "@commerce/shared/platform/openapi";
 import { operationalRoutes } from "@commerce/shared/platform/operational-routes";
 import { deadOutboxController } from "@commerce/shared/platform/outbox/dead-outbox";
@@ -26,29 +23,30 @@ export function createApp(deps: PaymentsDeps) {
   // E4: a served path asked with another method is 405, from this app's own routes.
   const routes = new RouteMethods();
   const app = new Elysia({ normalize: false })
-    .use(requestLog(deps))
-    .use(problemErrors({ ...deps, routes }))
-    // E4: headers over the service's limit are its own 431 problem+json.
-    .use(requestLimits())
-    // Before the bearer check, so a browser's preflight (no token) is answered.
-    .use(consoleCors(deps.consoleOrigins))
-    // The webhook is authenticated by its signature; every other /api route is an operator's.
     .use(
-      bearerAuth(deps.verifyToken, {
-        ...operatorRealm,
-        // N11: the operator routes have a budget per client address, before any token check.
-        onArrival(request, socketIp, headers) {
-          const key = rateLimitKey(clientIp(request, socketIp, deps.trustProxy));
-          try {
-            deps.operatorLimiter.take(key);
-          } finally {
-            Object.assign(headers, deps.operatorLimiter.headers(key));
-          }
+      requestPipeline(
+        { ...deps, routes },
+        {
+          callers: [
+            // Before the bearer check, so a browser's preflight (no token) is answered.
+            consoleCors(deps.consoleOrigins),
+            // The webhook is authenticated by its signature; every other /api route is an operator's.
+            bearerAuth(deps.verifyToken, {
+              ...operatorRealm,
+              // N11: the operator routes have a budget per client address, before any token check.
+              onArrival(request, socketIp, headers) {
+                const key = rateLimitKey(clientIp(request, socketIp, deps.trustProxy));
+                try {
+                  deps.operatorLimiter.take(key);
+                } finally {
+                  Object.assign(headers, deps.operatorLimiter.headers(key));
+                }
+              },
+            }),
+          ],
         },
-      }),
+      ),
     )
-    // N9: no NUL, lone surrogate or control character in the path or query string.
-    .use(urlText())
     .use(
       openapiDocs({
         title: "Payments",

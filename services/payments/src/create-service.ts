@@ -39,6 +39,7 @@ export async function createService(
     metrics: core.metrics,
     tracer: core.tracer,
     readiness: core.readiness,
+    migrated: core.migrated,
     metricsToken: config.metricsToken,
     outboxWritten: () => core.relay.kick(),
     deadOutbox: (limit) => core.relay.deadList(limit),

@@ -34,6 +34,8 @@ export type PaymentsDeps = {
   tracer: Tracer;
   /** Readiness beyond the database, e.g. the NATS connection. */
   readiness: ReadinessCheck[];
+  /** X2: whether the migrations are applied; until then every route but the operational ones is 503. */
+  migrated: () => boolean;
   /** N4: the scraper's bearer token for /metrics; unset, /metrics is open. */
   metricsToken?: string;
   /** Called after a transaction that wrote to the outbox commits, so the relay publishes now. */

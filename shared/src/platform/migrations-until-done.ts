@@ -1,11 +1,6 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { databaseUnavailable, migrateSchema, type Sql, startRefusal } from "./database";
-import { UnavailableError } from "./errors";
-import { pathnameOf } from "./http/url-text";
 import { describeError, type Logger } from "./logger";
-
-/** Routes that answer before the migrations are applied: they need no table (O1-O3). */
-const operational = new Set(["/health", "/ready", "/metrics"]);
 
 /**
  * X2: the service's migrations, applied at start, or, when the database is unreachable or
@@ -71,16 +66,6 @@ export class MigrationsUntilDone {
         this.retryLater();
       }
     }, this.retryMs);
-  }
-
-  /**
-   * 503 for every route but the operational ones until the tables exist: thrown, so the problem
-   * plugin answers it and the request log writes its line and metric sample (E5).
-   */
-  gate(request: Request): void {
-    if (this.done) return;
-    if (operational.has(pathnameOf(request.url))) return;
-    throw new UnavailableError("Starting: waiting for a writable database");
   }
 
   stop(): void {

@@ -17,12 +17,12 @@ export async function applyMigrations(
 ) {
   const qualified = `${migrationsSchema}.${migrationsTable}`;
   if (!(await schemaExists(sql, migrationsSchema)))
-    await sql`create schema if not exists ${sql(migrationsSchema)}`;
+    await madeByWhoeverWasFirst(sql`create schema if not exists ${sql(migrationsSchema)}`);
   const [{ present }] = await sql<{ present: boolean }[]>`
     select pg_catalog.to_regclass(${`"${migrationsSchema}"."${migrationsTable}"`}) is not null as present`;
   if (!present)
-    await sql`create table if not exists ${sql(qualified)} (
-      id serial primary key, hash text not null, created_at bigint)`;
+    await madeByWhoeverWasFirst(sql`create table if not exists ${sql(qualified)} (
+      id serial primary key, hash text not null, created_at bigint)`);
   const [last] = await sql<{ created_at: string }[]>`
     select created_at from ${sql(qualified)} order by created_at desc limit 1`;
   const pending = migrations.filter((m) => !last || Number(last.created_at) < m.folderMillis);
@@ -43,4 +43,19 @@ export async function applyMigrations(
 async function schemaExists(sql: postgres.Sql | postgres.TransactionSql, name: string) {
   const rows = await sql`select 1 from pg_catalog.pg_namespace where nspname = ${name}`;
   return rows.length > 0;
+}
+
+/**
+ * O10: both services share the `drizzle` schema, and each takes only its own migration lock, so
+ * on a fresh database both may create it at once. `if not exists` does not make that safe: the
+ * second `CREATE` fails on the catalog's unique index (23505) or says the object exists (42P06
+ * schema, 42P07 table). Either way the object is there, which is all the caller needs.
+ */
+async function madeByWhoeverWasFirst(create: Promise<unknown>): Promise<void> {
+  try {
+    await create;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code !== "23505" && code !== "42P06" && code !== "42P07") throw error;
+  }
 }

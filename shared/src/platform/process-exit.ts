@@ -1,6 +1,7 @@
 import { ConfigError } from "./env";
 import { logsWritten } from "./log-output";
-import { describeError, type Logger } from "./logger";
+import { createLogger, describeError, type Logger } from "./logger";
+import type { Metrics } from "./metrics";
 
 /** Reads the configuration or stops the process with one line naming the bad variable. */
 export function configOrExit<T>(load: () => T): T {
@@ -85,4 +86,36 @@ export async function healthcheckIfAsked(defaultPort: number): Promise<void> {
   } catch {
     process.exit(1);
   }
+}
+
+/**
+ * X2 (v5): an error nobody handled (a rejected promise without a handler, an exception thrown
+ * from an event handler) is a defect, but never the end of the process: it is logged (the
+ * error's name, message and code, never its stack) and counted in
+ * `process_unhandled_errors_total`, and the service goes on. Installed first thing in `main.ts`,
+ * before the database is opened; `attach` hands it the service's own logger and metrics once
+ * they exist (until then it writes with a logger of its own).
+ */
+export function keepRunningOnUnhandledErrors(service: string) {
+  let logger: Logger = createLogger("error", { service });
+  let count = (_kind: string) => {};
+  const report = (kind: "rejection" | "exception") => (error: unknown) => {
+    count(kind);
+    logger.error(`unhandled ${kind}`, describeError(error));
+  };
+  process.on("unhandledRejection", report("rejection"));
+  process.on("uncaughtException", report("exception"));
+  return {
+    attach(serviceLogger: Logger, metrics: Metrics) {
+      logger = serviceLogger;
+      const counter = metrics.counter(
+        "process_unhandled_errors_total",
+        "Errors no handler caught (a defect), logged and survived, by kind",
+        ["kind"],
+      );
+      counter.inc({ kind: "rejection" }, 0);
+      counter.inc({ kind: "exception" }, 0);
+      count = (kind) => counter.inc({ kind });
+    },
+  };
 }

@@ -1,5 +1,5 @@
 import { afterAll, expect, test } from "bun:test";
-import { rawRequest } from "@commerce/testing/raw-http";
+import { rawHead } from "@commerce/testing/raw-http";
 import { createLogger } from "./logger";
 import { Metrics } from "./metrics";
 import { serverOptions } from "./service-core";
@@ -21,7 +21,7 @@ const server = Bun.serve({
 afterAll(() => server.stop(true));
 
 test("E5 (v5): an error no route caught is 500 problem+json with X-Request-Id, one log line and a metric, never Bun's page", async () => {
-  const answer = await rawRequest(Number(server.port), "GET /anything HTTP/1.1\r\nHost: a");
+  const answer = await rawHead(Number(server.port), "GET /anything HTTP/1.1\r\nHost: a");
   expect(answer.status).toBe(500);
   expect(answer.headers["content-type"]).toStartWith("application/problem+json");
   expect(JSON.parse(answer.body)).toEqual({

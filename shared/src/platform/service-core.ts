@@ -27,7 +27,6 @@ export type ServiceOptions<Deps> = {
 
 /** What `start` and `stop` need of an Elysia app. */
 type Server = {
-  onRequest(hook: (context: { request: Request }) => void): unknown;
   listen(options: {
     port: number;
     hostname: string;
@@ -141,17 +140,16 @@ export async function openServiceCore(
     nats,
     relay,
     readiness,
-    /** X2: whether the migrations are applied (`start` answers 503 until they are). */
+    /** X2: whether the migrations are applied (the request pipeline answers 503 until they are). */
     migrated: () => migrations.done,
 
     /**
      * Listens on `config.host`:`config.port` (N12); once the migrations are applied (at once,
      * unless the database was unreachable or read-only at start: X2), connects to NATS, starts
      * the relay and runs `background` (the service's own workers). Until then every route but
-     * the operational ones answers 503.
+     * the operational ones answers 503 (the request pipeline's migration gate).
      */
     start(app: Server, background?: () => void) {
-      app.onRequest(({ request }) => migrations.gate(request));
       app.listen({ port: config.port, hostname: config.host, ...serverOptions(logger, metrics) });
       logger.info(`${name} listening`, {
         host: config.host,

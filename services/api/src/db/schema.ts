@@ -1,3 +1,4 @@
+import { auditLogTable } from "@commerce/shared/platform/audit-log";
 import { outboxTable } from "@commerce/shared/platform/outbox/table";
 import { sql } from "drizzle-orm";
 import {
@@ -321,18 +322,8 @@ export const webhookAttempts = api.table(
   (table) => [index("webhook_attempts_delivery_id_idx").on(table.deliveryId, table.id)],
 );
 
-/**
- * V5: who did what that moves no order (webhook endpoint changes, retries, replays): one row per
- * action, with the admin's token `sub`; never a secret.
- */
-export const auditLog = api.table("audit_log", {
-  id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
-  at: timestamp("at", { withTimezone: true }).notNull().defaultNow(),
-  actor: text("actor").notNull(),
-  action: text("action").notNull(),
-  target: text("target").notNull(),
-  detail: jsonb("detail").notNull().default({}),
-});
+/** V5: the admins' actions that move no order (`shared/src/platform/audit-log.ts`). */
+export const auditLog = auditLogTable(api);
 
 /**
  * N16: the console's one-time sign-in codes. Only the code's SHA-256 is kept, and the token sealed

@@ -1,4 +1,5 @@
 import type { DisputeStage } from "@commerce/shared/contract/messages";
+import { auditLogTable } from "@commerce/shared/platform/audit-log";
 import { outboxTable } from "@commerce/shared/platform/outbox/table";
 import { sql } from "drizzle-orm";
 import { bigint, index, jsonb, pgSchema, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
@@ -80,15 +81,6 @@ export const refusedNotifications = payments.table(
 );
 
 /** V5: what an operator did on payments that moves no order (a replay), by whom and why. */
-export const auditLog = payments.table(
-  "audit_log",
-  {
-    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
-    at: timestamp("at", { withTimezone: true }).notNull().defaultNow(),
-    actor: text("actor").notNull(),
-    action: text("action").notNull(),
-    target: text("target").notNull(),
-    detail: jsonb("detail").notNull().default({}),
-  },
-  (table) => [index("audit_log_at_idx").on(table.at, table.id)],
-);
+export const auditLog = auditLogTable(payments, (table) => [
+  index("audit_log_at_idx").on(table.at, table.id),
+]);

@@ -71,6 +71,14 @@ describe("token verifier", () => {
     });
   });
 
+  test("A5, N18: a sub with a bidirectional control or an invisible mark is 401; letters of any script, emoji and joiners are a subject", async () => {
+    const verify = createTokenVerifier({ jwtSecret: testSecret });
+    for (const sub of ["alice\u202eecila", "bob\u200b", "\u200fcarol", "dan\u00ad", "eve\u2066"])
+      await expect(verify(await token({ sub }))).rejects.toMatchObject({ status: 401 });
+    for (const sub of ["Кира", "李雷", "👩‍👩‍👧", "می\u200cخواهم"])
+      expect((await verify(await token({ sub }))).customerId).toBe(sub);
+  });
+
   test("A2: with AUTH_JWKS_URL, RS256 tokens are verified against the JWKS", async () => {
     const { SignJWT } = await import("jose");
     const { privateKey, url, stop } = await servedJwks();

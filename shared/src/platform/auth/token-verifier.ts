@@ -8,6 +8,7 @@ import {
   jwtVerify,
 } from "jose";
 import { UnauthorizedError } from "../errors";
+import { isCleanText } from "../http/fields";
 
 /**
  * Where tokens come from (A2, N6): `AUTH_PUBLIC_KEY` (a PEM ES256/RS256 public key) or
@@ -64,13 +65,13 @@ export class InvalidTokenError extends UnauthorizedError {}
 
 /**
  * A5: well-formed Unicode (a lone surrogate would be stored as U+FFFD, so two subjects would share
- * one customer), 1 to 255 code points, and no C0, DEL or C1 control character.
+ * one customer), 1 to 255 code points, and clean one-line text as every id the services take
+ * (N9, N18): no C0, DEL or C1 control character, no bidirectional control (a `sub` with U+202E
+ * shows the operator another customer's name) and no invisible mark.
  */
 export function isUsableSubject(sub: unknown): sub is string {
-  if (typeof sub !== "string" || sub.length > maxSubjectCodePoints * 2 || !sub.isWellFormed())
+  if (typeof sub !== "string" || sub.length > maxSubjectCodePoints * 2 || !isCleanText(sub))
     return false;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a subject may not hold
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(sub)) return false;
   const codePoints = [...sub].length;
   return codePoints >= 1 && codePoints <= maxSubjectCodePoints;
 }

@@ -46,11 +46,16 @@ declare module "elysia/type-system/types" {
  * N9: characters no text of either service carries: NUL and the other C0 controls, DEL, the C1
  * controls. N18: nor the bidirectional embedding, override and isolate controls (U+202A..U+202E,
  * U+2066..U+2069), the line and paragraph separators U+2028, U+2029 and U+FEFF, which make a
- * name read differently from what it is; letters of every script, emoji and U+200D stay. Body
- * text that may span lines (a review's note) keeps tab, line feed and carriage return; path,
- * query and one-line fields keep none.
+ * name read differently from what it is; (v5) nor the marks that print nothing and so let two
+ * names that look alike differ: the soft hyphen U+00AD, the directional marks (ALM U+061C, LRM
+ * U+200E, RLM U+200F), the zero-width space U+200B, the word joiner and the invisible operators
+ * U+2060..U+2064. Letters of every script, emoji and the joiners U+200C, U+200D stay, and so do
+ * the tag characters U+E0020..U+E007F: they spell the subdivision flags (England's, Scotland's)
+ * that are emoji (docs/decisions.md). Body text that may span lines (a review's note) keeps tab,
+ * line feed and carriage return; path, query and one-line fields keep none.
  */
-const invisible = "\\u202a-\\u202e\\u2066-\\u2069\\u2028\\u2029\\ufeff";
+const invisible =
+  "\\u00ad\\u061c\\u200b\\u200e\\u200f\\u2060-\\u2064\\u202a-\\u202e\\u2066-\\u2069\\u2028\\u2029\\ufeff";
 const refused = (multiline: boolean) =>
   `${multiline ? "\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f" : "\\u0000-\\u001f"}\\u007f-\\u009f${invisible}`;
 const controls = new RegExp(`[${refused(false)}]`);

@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
-import { HeadersTooLargeError, ValidationError } from "../errors";
-import { hostIsValid } from "./url-text";
+import { HeadersTooLargeError } from "../errors";
 
 /**
  * E4: the services' own limit on a request's headers (names, values and their separators). Bun's
@@ -27,17 +26,10 @@ export function headerBytes(headers: Headers): number {
   return size;
 }
 
-/**
- * E4: 431 problem+json for headers over `headerLimitBytes`. E5: 400 problem+json for a `Host` no
- * URL can be made of, before anything reads the request's URL.
- */
+/** E4: 431 problem+json for headers over `headerLimitBytes`. */
 export function requestLimits() {
   return new Elysia({ name: "request-limits" }).onRequest(({ request }) => {
     if (headerBytes(request.headers) > headerLimitBytes)
       throw new HeadersTooLargeError(headerLimitBytes);
-    if (!hostIsValid(request))
-      throw new ValidationError("The Host header is not a host name, an address or a port", [
-        { path: "/host", message: "Host must be a host name or address, with a port if any" },
-      ]);
   });
 }

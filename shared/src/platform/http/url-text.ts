@@ -51,15 +51,6 @@ export function pathnameOf(url: string): string {
   return /%|\\|\/\.|\s/.test(path) ? new URL(`http://host${path}`).pathname : path;
 }
 
-/**
- * E5: whether a request's `Host` is one a URL can be made of, which it is not when Bun could not
- * make a URL a parser reads (empty, `a b`, `[::`, `a:b`, a port over 65535): RFC 9112 (3.2) has
- * a server answer such a request 400. An HTTP/1.0 request may come without a `Host` (a load
- * balancer's health check often does): it is served, as before.
- */
-export const hostIsValid = (request: Request): boolean =>
-  URL.canParse(request.url) || !request.headers.has("host");
-
 /** What is wrong with a request's path and query text (N9), one entry per offending part. */
 export function urlTextErrors(url: string): FieldError[] {
   const { path, query } = requestTarget(url);

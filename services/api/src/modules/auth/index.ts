@@ -1,13 +1,8 @@
-import {
-  admitCaller,
-  type BearerAuthOptions,
-  bearerAuth,
-  bearerTokenOf,
-} from "@commerce/shared/platform/auth/bearer-auth";
+import { type BearerAuthOptions, bearerAuth } from "@commerce/shared/platform/auth/bearer-auth";
 
 export { bearerSecurity } from "@commerce/shared/platform/auth/bearer-auth";
 
-import type { Principal, TokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
+import type { TokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
 import { clientIp, type RateLimiter, rateLimitKey } from "@commerce/shared/platform/rate-limit";
 
 /** What letting a verified caller in means on the api: its request budget and its quota headers. */
@@ -39,21 +34,3 @@ export const auth = (
       ((request, socketIp) =>
         rejected.limiter.take(rateLimitKey(clientIp(request, socketIp, rejected.trustProxy)))),
   });
-
-/**
- * The caller of a request whose token was verified before and is still remembered (A5), for a
- * route served outside Elysia (`products/hot-reads.ts`): `find` has no effect, `admit` does what
- * `auth` does for such a caller (the budget, which throws 429 when spent, and the caller's quota
- * headers, which include the policy the hook sets before the caller is known).
- */
-export function rememberedCallers(verify: TokenVerifier, limiter?: RateLimiter) {
-  const options = admission(limiter);
-  return {
-    find: (request: Request): Principal | undefined => {
-      const token = bearerTokenOf(request);
-      return token === undefined ? undefined : verify.remembered?.(token);
-    },
-    admit: (request: Request, headers: Record<string, string>, principal: Principal) =>
-      admitCaller(options, request, headers, principal),
-  };
-}

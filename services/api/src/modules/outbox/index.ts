@@ -4,4 +4,4 @@ import { auth } from "../auth";
 
 /** N10: the api outbox's rows set aside (orders.* messages that cannot be published), for admins. */
 export const outboxController = ({ verifyToken, deadOutbox }: ApiDeps) =>
-  deadOutboxController(auth(verifyToken), deadOutbox, "Payment reviews");
+  deadOutboxController(auth(verifyToken), deadOutbox, "Status");

@@ -139,6 +139,13 @@ export class PaymentConsumer {
     });
     try {
       await this.apply(message, span);
+    } catch (error) {
+      // X2 (v5): `apply` settles every message it judged; anything else leaves this one to
+      // JetStream, which hands it out again after the ack wait.
+      this.deps.logger.warn("payment message not handled; JetStream will redeliver it", {
+        subject: message.subject,
+        ...describeError(error),
+      });
     } finally {
       span.end();
     }

@@ -174,10 +174,19 @@ export class WebhookDispatcher {
     const claimed = await this.claim(room);
     this.flowing = claimed.length > 0;
     for (const delivery of claimed) {
-      const attempt = this.attempt(delivery).finally(() => {
-        this.inFlight.delete(attempt);
-        this.kick();
-      });
+      // X2 (v5): an attempt that fails outside what `attempt` records (say its log line) is left
+      // to its lease like one whose record was lost: logged here, never an unhandled rejection.
+      const attempt = this.attempt(delivery)
+        .catch((error) =>
+          this.deps.logger.warn("webhook attempt failed", {
+            delivery_id: delivery.id,
+            ...describeError(error),
+          }),
+        )
+        .finally(() => {
+          this.inFlight.delete(attempt);
+          this.kick();
+        });
       this.inFlight.add(attempt);
     }
   }

@@ -1,16 +1,18 @@
 import { bearerAuth } from "@commerce/shared/platform/auth/bearer-auth";
+import type { TokenVerifier } from "@commerce/shared/platform/auth/token-verifier";
+import type { Sql } from "@commerce/shared/platform/database";
 import { problems } from "@commerce/shared/platform/openapi";
 import { Elysia } from "elysia";
-import type { PaymentsDeps } from "../../deps";
 import { operatorRealm, whoMayCall } from "../../lib/operator-realm";
 import { refusalList, refusalQuery } from "./model";
 import { listRefusals } from "./service";
 
 /**
  * V4: "the provider says it sent it, but nothing arrived": what the provider routes refused in
- * the last 24 hours, read from what every replica wrote (RefusalTally).
+ * the last 24 hours, read from what every replica wrote (RefusalTally). It names the two
+ * dependencies it reads instead of `PaymentsDeps`, which holds the tally's type: one way only.
  */
-export const refusalsController = (deps: PaymentsDeps) =>
+export const refusalsController = (deps: { verifyToken: TokenVerifier | undefined; sql: Sql }) =>
   new Elysia({ prefix: "/api/notifications/rejected", detail: { tags: ["Operator"] } })
     .use(bearerAuth(deps.verifyToken, operatorRealm))
     .get(

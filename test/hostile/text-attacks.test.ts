@@ -39,6 +39,8 @@ const invisible = [
   ...[0x202a, 0x202b, 0x202c, 0x202d, 0x202e],
   ...[0x2066, 0x2067, 0x2068, 0x2069],
   ...[0x2028, 0x2029, 0xfeff],
+  // (v5) marks that print nothing: soft hyphen, ALM, ZWSP, LRM, RLM, word joiner, invisible times.
+  ...[0x00ad, 0x061c, 0x200b, 0x200e, 0x200f, 0x2060, 0x2062],
 ].map((code) => String.fromCodePoint(code));
 
 describe("N18: one-line texts", () => {
@@ -83,6 +85,10 @@ describe("N18: one-line texts", () => {
       "👩‍👩‍👧 mug",
       "🏳️‍🌈",
       "e\u0301clair",
+      // A subdivision flag (England): tag characters U+E0067... spell it.
+      "\u{1f3f4}\u{e0067}\u{e0062}\u{e0065}\u{e006e}\u{e0067}\u{e007f} mug",
+      // Persian needs the zero-width non-joiner.
+      "می\u200cخواهم",
     ]) {
       const created = await send("POST", "/api/products", {
         name,
