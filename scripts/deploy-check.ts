@@ -6,11 +6,14 @@
  * renderer would be a second kustomize to trust. Validation is the Kubernetes OpenAPI schemas of
  * `kubernetesSchemaVersion` (kubernetes-models, ajv compiled), and the prometheus-operator CRDs'
  * schemas (@kubernetes-models/prometheus-operator) for ServiceMonitor and PodMonitor.
- * CloudNativePG's `Cluster` has no schema package: it is listed as skipped, never passed
- * silently; any other kind without a schema is an error.
+ * CloudNativePG's kinds (`Cluster`, `ScheduledBackup`) have no schema package: they are checked
+ * against the operator's own CRD schemas, kept in deploy/kubernetes/schemas/cloudnative-pg.json
+ * (scripts/cnpg-schemas.ts writes it), with unknown fields refused as the API server's strict
+ * field validation refuses them. Any other kind without a schema is an error.
  */
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import Ajv, { type ValidateFunction } from "ajv";
 
 export const root = new URL("..", import.meta.url).pathname;
 export const overlaysDir = join(root, "deploy/kubernetes/overlays");
@@ -29,7 +32,44 @@ export type K8sObject = {
 export type Finding = { object: string; message: string };
 
 /** Kinds whose CRD schema no npm package ships: not validated, and said so. */
-const withoutSchema = new Set(["postgresql.cnpg.io/v1 Cluster"]);
+const withoutSchema = new Set<string>();
+
+/**
+ * A CRD's schema made strict: an object that lists its properties and does not say it keeps
+ * unknown fields refuses any other (the API server drops or, with strict field validation,
+ * refuses them: either way a misspelt field would never reach the operator).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: a CRD's schema, walked as plain JSON.
+function strict(node: any): any {
+  if (Array.isArray(node)) return node.map(strict);
+  if (node === null || typeof node !== "object") return node;
+  const copy = Object.fromEntries(Object.entries(node).map(([key, value]) => [key, strict(value)]));
+  if (
+    copy.properties &&
+    copy.additionalProperties === undefined &&
+    !copy["x-kubernetes-preserve-unknown-fields"]
+  )
+    copy.additionalProperties = false;
+  return copy;
+}
+
+let crdValidators: Map<string, ValidateFunction> | undefined;
+
+/** The CloudNativePG kinds' validators, by "apiVersion kind". */
+function crdValidator(key: string): ValidateFunction | undefined {
+  if (!crdValidators) {
+    const file = join(root, "deploy/kubernetes/schemas/cloudnative-pg.json");
+    const { schemas } = JSON.parse(readFileSync(file, "utf8")) as {
+      schemas: Record<string, object>;
+    };
+    // The CRDs' own keywords (x-kubernetes-*) and formats (int32, ...) are not ajv's.
+    const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true });
+    crdValidators = new Map(
+      Object.entries(schemas).map(([kind, schema]) => [kind, ajv.compile(strict(schema))]),
+    );
+  }
+  return crdValidators.get(key);
+}
 
 /** Where the model (with its compiled schema) of an apiVersion lives, or undefined. */
 function modelModule(apiVersion: string, kind: string): string | undefined {
@@ -86,6 +126,20 @@ export async function validate(
     }
     if (withoutSchema.has(`${object.apiVersion} ${object.kind}`)) {
       skipped.push(name);
+      continue;
+    }
+    const crd = crdValidator(`${object.apiVersion} ${object.kind}`);
+    if (crd) {
+      if (!crd(object))
+        errors.push({
+          object: name,
+          message: (crd.errors ?? [])
+            .map(
+              (e) =>
+                `${e.instancePath || "/"} ${e.message}${e.params && "additionalProperty" in e.params ? ` (${e.params.additionalProperty})` : ""}`,
+            )
+            .join("; "),
+        });
       continue;
     }
     const path = modelModule(object.apiVersion, object.kind);

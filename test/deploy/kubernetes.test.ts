@@ -11,13 +11,53 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
     for (const { objects } of rendered) expect(objects.length).toBeGreaterThan(10);
   });
 
-  test("X3: every rendered object of every overlay passes the Kubernetes schemas (only the CloudNativePG Cluster is skipped)", async () => {
+  test("X3: every rendered object of every overlay passes the Kubernetes schemas, the CloudNativePG kinds their operator's CRD schemas (none skipped)", async () => {
     for (const { dir, objects } of rendered) {
       const { errors, skipped } = await validate(objects);
       expect({ dir, errors }).toEqual({ dir, errors: [] });
-      expect(skipped.map((s) => s.split(" ").slice(0, 2).join(" "))).toEqual([
-        "postgresql.cnpg.io/v1 Cluster",
-      ]);
+      expect(skipped).toEqual([]);
+    }
+  });
+
+  test("X3, X6: a CloudNativePG object with a wrong type or a misspelt field fails validation", async () => {
+    const cluster = structuredClone(
+      rendered[0].objects.find((o) => o.kind === "Cluster") as K8sObject,
+    );
+    cluster.spec.instances = "three";
+    cluster.spec.backup.barmanObjectStorage = cluster.spec.backup.barmanObjectStore;
+    const scheduled = structuredClone(
+      rendered[0].objects.find((o) => o.kind === "ScheduledBackup") as K8sObject,
+    );
+    scheduled.spec.method = "tape";
+    const { errors } = await validate([cluster, scheduled]);
+    expect(errors.map((e) => e.object)).toEqual([
+      "postgresql.cnpg.io/v1 Cluster commerce-db",
+      "postgresql.cnpg.io/v1 ScheduledBackup commerce-db-nightly",
+    ]);
+    expect(errors[0].message).toContain("/spec/instances");
+    expect(errors[0].message).toContain("barmanObjectStorage");
+    expect(errors[1].message).toContain("/spec/method");
+  });
+
+  test("X6: the PostgreSQL Cluster archives its WAL to an object store with a retention policy, and a ScheduledBackup takes a base backup every night", () => {
+    for (const { objects } of rendered) {
+      const [cluster] = objects.filter((o) => o.kind === "Cluster");
+      expect(cluster.spec.backup.retentionPolicy).toMatch(/^\d+[dwm]$/);
+      const store = cluster.spec.backup.barmanObjectStore;
+      expect(store.destinationPath).toMatch(/^s3:\/\//);
+      expect(store.wal.compression).toBeTruthy();
+      // Credentials by reference only.
+      expect(store.s3Credentials.accessKeyId.name).toBe("commerce-db-backup");
+      expect(store.s3Credentials.secretAccessKey.name).toBe("commerce-db-backup");
+      const scheduled = objects.filter((o) => o.kind === "ScheduledBackup");
+      expect(scheduled).toHaveLength(1);
+      expect(scheduled[0].spec).toMatchObject({
+        cluster: { name: cluster.metadata.name },
+        method: "barmanObjectStore",
+        immediate: true,
+      });
+      // Six fields, seconds first: once a day.
+      expect(scheduled[0].spec.schedule.split(" ")).toHaveLength(6);
     }
   });
 
@@ -156,6 +196,31 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
             mode: "production",
           });
         }
+  });
+
+  test("N14 (v5): the CloudNativePG Cluster's bootstrap grants exactly what compose's service-roles.sql grants, statement for statement (no CREATE on the database or on drizzle)", () => {
+    // service-roles.sql's statements as they run for the shop's database and role names; the
+    // roles' LOGIN and passwords come from the Cluster's `managed.roles` instead.
+    const compose = readFileSync(join(root, "deploy/postgres-init/service-roles.sql"), "utf8")
+      .replace(/--.*$/gm, "")
+      .replace(/^\\.*$/gm, "")
+      .replace(/^SELECT current_database\(\) AS dbname \\gset$/m, "")
+      .replaceAll(':"dbname"', "commerce")
+      .replaceAll(':"api_role"', "commerce_api")
+      .replaceAll(':"payments_role"', "commerce_payments")
+      .replace(/LOGIN PASSWORD :'\w+'/g, "NOLOGIN")
+      .split(";")
+      .map((statement) => statement.replace(/\s+/g, " ").replaceAll("( ", "(").trim())
+      .filter(Boolean);
+    expect(compose.length).toBeGreaterThan(10);
+    for (const { objects } of rendered) {
+      const [cluster] = objects.filter((o) => o.kind === "Cluster");
+      const kubernetes = (cluster.spec.bootstrap.initdb.postInitApplicationSQL as string[]).map(
+        (statement) => statement.replace(/\s+/g, " ").trim(),
+      );
+      expect(kubernetes).toEqual(compose);
+      expect(kubernetes.filter((statement) => /^GRANT .*CREATE/.test(statement))).toEqual([]);
+    }
   });
 
   test("X3: the NATS chart's values make a three-node JetStream cluster, not as root", () => {

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { testDatabaseUrl, unique } from "@commerce/testing/basics";
-import { runToEnd } from "@commerce/testing/launch";
+import {
+  eventually,
+  freePort,
+  jwtSecret,
+  signToken,
+  testDatabaseUrl,
+  testNatsUrl,
+  unique,
+} from "@commerce/testing/basics";
+import { runToEnd, ServiceProcess, serviceCommand } from "@commerce/testing/launch";
 import { type Stack, startStack, succeeded } from "@commerce/testing/processes";
 import postgres from "postgres";
 
@@ -135,6 +143,136 @@ describe("PostgreSQL roles", () => {
     const order = await stack.newOrder();
     expect((await stack.notify(succeeded(order))).status).toBe(200);
     await stack.paid(order.order_id);
+  });
+
+  // N14 (v5): the api with the hold limits on, started while the payments role holds its old keys.
+  let holding: ServiceProcess;
+  const placer = unique("cust");
+
+  /** A placement by `placer` through the `holding` replica: its status and how long it took. */
+  async function place() {
+    const product = await stack.callApi("POST", "/api/products", stack.admin, {
+      name: "Lamp",
+      price: 1999,
+      category: unique("c"),
+    });
+    const started = performance.now();
+    const response = await fetch(`${holding.url}/api/orders`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${await signToken(placer)}`,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ product_id: product.json.id, qty: 1 }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    return {
+      status: response.status,
+      retryAfter: response.headers.get("retry-after"),
+      ms: performance.now() - started,
+    };
+  }
+
+  test("N14 (v5): the payments role holding the api's former advisory keys (its migrations, a customer's placements) stops neither an api starting nor that customer's order; the locks the api waits on now are out of its reach", async () => {
+    const intruder = postgres(urlFor(roles.payments, database), { max: 1, onnotice: () => {} });
+    try {
+      // Any role may take any advisory key: these are the ones the api used to wait on.
+      await intruder`select pg_advisory_lock(hashtext('migrate:api'))`;
+      await intruder`select pg_advisory_lock(5005, hashtext(${placer}))`;
+      const denied = { error: "42501" };
+      const locking = "begin; lock table api.migration_lock in exclusive mode; commit";
+      expect(await as("payments", locking)).toEqual(denied);
+      expect(await as("payments", "select * from api.placement_locks for update")).toEqual(denied);
+      holding = await stack.replica("api", {
+        DATABASE_URL: urlFor(roles.api, database),
+        HOLD_MAX_ORDERS: "5",
+      });
+      const placed = await place();
+      expect(placed.status).toBe(201);
+      expect(placed.ms).toBeLessThan(3_000);
+    } finally {
+      await intruder.end();
+    }
+  });
+
+  test("N14 (v5): a placement waiting for another placement of its customer gives up after its lock timeout with a 503 and Retry-After, and goes through once the other is done", async () => {
+    // Another placement of the same customer, stuck inside its transaction holding the row.
+    const other = postgres(urlFor(roles.api, database), { max: 1, onnotice: () => {} });
+    const locked = Promise.withResolvers<void>();
+    const done = Promise.withResolvers<void>();
+    const transaction = other.begin(async (tx) => {
+      await tx`insert into api.placement_locks (customer_id) values (${placer})
+        on conflict (customer_id) do update set customer_id = excluded.customer_id`;
+      locked.resolve();
+      await done.promise;
+    });
+    try {
+      await locked.promise;
+      const waited = await place();
+      expect(waited.status).toBe(503);
+      expect(waited.retryAfter).toBe("1");
+      // placement_locks' 5 s, not forever (nor the client's 20 s).
+      expect(waited.ms).toBeGreaterThan(4_500);
+      expect(waited.ms).toBeLessThan(10_000);
+    } finally {
+      done.resolve();
+      await transaction;
+      await other.end();
+    }
+    expect((await place()).status).toBe(201);
+  });
+
+  test("N14 (v5): an api starting while its migration lock is held elsewhere gives up the wait after 10 s, stays up and not ready (/health 200, /ready 503), and is ready once the lock is free", async () => {
+    const holder = postgres(urlFor(roles.api, database), { max: 1, onnotice: () => {} });
+    const locked = Promise.withResolvers<void>();
+    const done = Promise.withResolvers<void>();
+    const transaction = holder.begin(async (tx) => {
+      await tx`lock table api.migration_lock in exclusive mode`;
+      locked.resolve();
+      await done.promise;
+    });
+    await locked.promise;
+    const api = new ServiceProcess({
+      name: "api",
+      port: await freePort(),
+      command: serviceCommand("api", process.env.E2E_BINARIES === "1"),
+      env: {
+        DATABASE_URL: urlFor(roles.api, database),
+        NATS_URL: testNatsUrl,
+        NATS_PREFIX: unique("n14"),
+        AUTH_JWT_SECRET: jwtSecret,
+        LOG_LEVEL: "warn",
+      },
+      readyTimeoutMs: 90_000,
+    });
+    const ready = api.start();
+    try {
+      const started = performance.now();
+      await eventually(
+        async () =>
+          api
+            .logLines()
+            .some(
+              (line) => line.msg === "migration lock held elsewhere; migrations will be retried",
+            )
+            ? true
+            : undefined,
+        40_000,
+        "the api to give up waiting for its migration lock",
+      );
+      expect(performance.now() - started).toBeGreaterThan(9_000);
+      const status = (path: string) => fetch(`${api.url}${path}`).then((r) => r.status);
+      expect([await status("/health"), await status("/ready")]).toEqual([200, 503]);
+      done.resolve();
+      await transaction;
+      await ready;
+      expect(await status("/ready")).toBe(200);
+    } finally {
+      done.resolve();
+      await api.stop();
+      await ready.catch(() => {});
+      await holder.end();
+    }
   });
 
   test("N14: a database the services made as the superuser is handed to their roles by adopt-schemas.sql", async () => {

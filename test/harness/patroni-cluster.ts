@@ -27,6 +27,12 @@ import { answers, eventually } from "./basics";
  * moved up by 100. Patroni runs as the `postgres` OS user (PostgreSQL refuses root), spawned with
  * its uid/gid so its pid stays ours. Each process writes to a log in the cluster's folder, and a
  * start that fails says what they wrote.
+ *
+ * X6: with `{ backups: true }` every node archives its WAL with pgBackRest (Debian's package) to
+ * one posix repository in the cluster's folder (`backrest/repo`), `archive_command` set in each
+ * node's `postgresql.parameters` with that node's own pgBackRest configuration; `backup()` takes a
+ * base backup from the leader and `restore()` makes a point-in-time copy in a new data directory
+ * and runs it as a cluster of its own (a `RestoredCluster`).
  */
 export type Member = {
   name: string;
@@ -58,8 +64,28 @@ export class PatroniCluster {
   private readonly patroni = new Map<string, ChildProcess>();
   private etcd?: ChildProcess;
   private haproxy?: ChildProcess;
+  private restored?: RestoredCluster;
 
-  constructor(public base = 27100) {}
+  constructor(
+    public base = 27100,
+    readonly options: { backups?: boolean; adopt?: string } = {},
+  ) {}
+
+  /**
+   * Node `name`'s data directory. With `adopt` (X6: a restored data directory), the first node
+   * takes that one over instead of running initdb: Patroni, finding no cluster in etcd and a data
+   * directory that is not empty, starts it and becomes its leader; the others clone it.
+   */
+  dataDir(name: string): string {
+    if (name === "n1" && this.options.adopt) return this.options.adopt;
+    return join(this.dir, name, "data");
+  }
+
+  /** The pgBackRest stanza every node archives to (X6). */
+  readonly stanza = "commerce";
+  private get backrestDir() {
+    return join(this.dir, "backrest");
+  }
 
   private pgPort = (name: string) => this.base + 10 + this.names.indexOf(name);
   private restPort = (name: string) => this.base + 20 + this.names.indexOf(name);
@@ -130,20 +156,157 @@ export class PatroniCluster {
       postgresql: {
         listen: `127.0.0.1:${this.pgPort(name)}`,
         connect_address: `127.0.0.1:${this.pgPort(name)}`,
-        data_dir: join(node, "data"),
+        data_dir: this.dataDir(name),
         bin_dir: binDir,
         pgpass: join(node, "pgpass"),
         authentication: {
           replication: { username: "replicator", password: "replicator" },
           superuser: { username: "postgres", password: "postgres" },
         },
-        parameters: { unix_socket_directories: node },
+        parameters: {
+          unix_socket_directories: node,
+          ...(this.options.backups && {
+            archive_mode: "on",
+            archive_command: `pgbackrest --config=${this.backrestConfig(name)} --stanza=${this.stanza} archive-push "%p"`,
+          }),
+        },
         pg_hba: [
           "local all all trust",
           "host replication replicator 127.0.0.1/32 trust",
           "host all all 127.0.0.1/32 trust",
         ],
       },
+    });
+  }
+
+  /** Where node `name`'s pgBackRest configuration is (X6). */
+  backrestConfig(name: string): string {
+    return join(this.dir, name, "pgbackrest.conf");
+  }
+
+  /**
+   * One repository for the cluster, each node's configuration naming its own data directory: the
+   * node that archives or is backed up is always the one pgBackRest runs for.
+   */
+  private writeBackrestConfig(name: string, dataDir = this.dataDir(name)): string {
+    const { uid, gid } = postgresIds();
+    for (const sub of ["", "repo", "log", "lock"]) {
+      mkdirSync(join(this.backrestDir, sub), { recursive: true, mode: 0o750 });
+      chownSync(join(this.backrestDir, sub), uid, gid);
+    }
+    const file = name === "restored" ? join(this.dir, "restored.conf") : this.backrestConfig(name);
+    const socketDir = name === "restored" ? join(this.dir, "restored") : join(this.dir, name);
+    const port = name === "restored" ? this.restoredPort : this.pgPort(name);
+    writeFileSync(
+      file,
+      `[global]
+repo1-path=${join(this.backrestDir, "repo")}
+repo1-retention-full=2
+log-path=${join(this.backrestDir, "log")}
+lock-path=${join(this.backrestDir, "lock")}
+log-level-console=warn
+log-level-file=info
+compress-type=lz4
+start-fast=y
+archive-timeout=60
+
+[${this.stanza}]
+pg1-path=${dataDir}
+pg1-port=${port}
+pg1-socket-path=${socketDir}
+pg1-user=postgres
+`,
+    );
+    chownSync(file, uid, gid);
+    return file;
+  }
+
+  /** The port a restored copy listens on (X6). */
+  get restoredPort() {
+    return this.base + 40;
+  }
+
+  /** pgBackRest as the `postgres` OS user (it owns the data and the repository). */
+  async backrest(name: string, args: string[], config = this.backrestConfig(name)) {
+    const { uid, gid } = postgresIds();
+    return runAs(uid, gid, "pgbackrest", [
+      `--config=${config}`,
+      `--stanza=${this.stanza}`,
+      ...args,
+    ]);
+  }
+
+  /** X6: the stanza made once the leader runs (`stanza-create`), and checked (`check` archives a segment). */
+  private async createStanza(): Promise<void> {
+    const leader = await this.waitForLeader();
+    await this.backrest(leader, ["stanza-create"]);
+    await this.backrest(leader, ["check"]);
+  }
+
+  /**
+   * X6: a base backup of the leader: its label (e.g. `20261128-034501F`) and the WAL positions it
+   * started and stopped at (a restore replays from the start).
+   */
+  async backup(
+    type: "full" | "diff" | "incr" = "full",
+  ): Promise<{ label: string; startLsn: string; stopLsn: string }> {
+    const leader = await this.waitForLeader();
+    await this.backrest(leader, [`--type=${type}`, "backup"]);
+    const info = JSON.parse(await this.backrest(leader, ["--output=json", "info"])) as {
+      backup: { label: string; lsn: { start: string; stop: string } }[];
+    }[];
+    const newest = info[0].backup.at(-1);
+    if (!newest) throw new Error("pgBackRest lists no backup after taking one");
+    return { label: newest.label, startLsn: newest.lsn.start, stopLsn: newest.lsn.stop };
+  }
+
+  /**
+   * X6: makes sure every WAL written so far is in the repository: a switch to a new segment, then
+   * `check`, which waits until the switched segment is archived.
+   */
+  async archiveNow(): Promise<void> {
+    const leader = await this.waitForLeader();
+    await this.backrest(leader, ["check"]);
+  }
+
+  /**
+   * X6: a point-in-time restore of the latest backup and the archived WAL to `target` (a
+   * timestamp PostgreSQL reads, e.g. `2026-11-28 03:50:00.123456+00`) into a new data directory,
+   * started as a cluster of its own on `restoredPort` (no archiving, no standbys), ready once it
+   * has replayed to `target` and promoted itself. `backupSet` names the backup to start from
+   * (pgBackRest otherwise takes the newest that ended before `target`, to the second). Its
+   * `restoreMs` (files copied) and `recoveryMs` (WAL replayed, promoted) say how long it took.
+   */
+  async restore(target: string, backupSet?: string): Promise<RestoredCluster> {
+    const { uid, gid } = postgresIds();
+    const home = join(this.dir, "restored");
+    const dataDir = join(home, "data");
+    rmSync(home, { recursive: true, force: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    chownSync(home, uid, gid);
+    chownSync(dataDir, uid, gid);
+    const config = this.writeBackrestConfig("restored", dataDir);
+    const started = performance.now();
+    await this.backrest(
+      "restored",
+      [
+        "--type=time",
+        `--target=${target}`,
+        "--target-action=promote",
+        // The copy is a new cluster: it must never push its own timeline into the stanza.
+        "--archive-mode=off",
+        ...(backupSet ? [`--set=${backupSet}`] : []),
+        "restore",
+      ],
+      config,
+    );
+    const restoredMs = performance.now() - started;
+    const restored = new RestoredCluster(home, dataDir, this.restoredPort, uid, gid);
+    this.restored = restored;
+    await restored.start();
+    return Object.assign(restored, {
+      restoreMs: Math.round(restoredMs),
+      recoveryMs: Math.round(performance.now() - started - restoredMs),
     });
   }
 
@@ -156,6 +319,7 @@ export class PatroniCluster {
     writeFileSync(file, this.config(name));
     chownSync(node, uid, gid);
     chownSync(file, uid, gid);
+    if (this.options.backups) this.writeBackrestConfig(name);
     const log = openSync(join(node, "out.log"), "a");
     const child = spawn("patroni", [file], {
       uid,
@@ -192,7 +356,8 @@ export class PatroniCluster {
 
   private ports(): number[] {
     const nodes = this.names.flatMap((name) => [this.pgPort(name), this.restPort(name)]);
-    return [this.base, this.base + 1, ...nodes, this.haproxyPort];
+    const restored = this.options.backups ? [this.restoredPort] : [];
+    return [this.base, this.base + 1, ...nodes, this.haproxyPort, ...restored];
   }
 
   /** Moves `base` up by 100 until every port of the cluster is free (ten tries). */
@@ -250,6 +415,7 @@ export class PatroniCluster {
     this.spawnNode("n2");
     this.spawnNode("n3");
     await this.waitHealthy();
+    if (this.options.backups) await this.createStanza();
     this.startHaproxy();
   }
 
@@ -403,7 +569,7 @@ export class PatroniCluster {
   async killLeader(leader?: string): Promise<{ name: string; at: number }> {
     const name = leader ?? (await this.waitForLeader());
     const postmaster = Number(
-      readFileSync(join(this.dir, name, "data", "postmaster.pid"), "utf8").split("\n")[0],
+      readFileSync(join(this.dataDir(name), "postmaster.pid"), "utf8").split("\n")[0],
     );
     const children = Bun.spawnSync(["pgrep", "-P", String(postmaster)])
       .stdout.toString()
@@ -425,19 +591,20 @@ export class PatroniCluster {
    * the new leader: the old timeline may hold WAL the others never had).
    */
   async rejoin(name: string): Promise<void> {
-    rmSync(join(this.dir, name, "data"), { recursive: true, force: true });
+    rmSync(this.dataDir(name), { recursive: true, force: true });
     this.spawnNode(name);
     await this.waitHealthy();
   }
 
   async stop(): Promise<void> {
+    await this.restored?.stop();
     this.haproxy?.kill("SIGKILL");
     this.haproxy = undefined;
     for (const [name, child] of this.patroni) {
       child.kill("SIGKILL");
       try {
         const pid = Number(
-          readFileSync(join(this.dir, name, "data", "postmaster.pid"), "utf8").split("\n")[0],
+          readFileSync(join(this.dataDir(name), "postmaster.pid"), "utf8").split("\n")[0],
         );
         // SIGQUIT: PostgreSQL's immediate shutdown, its backends with it.
         if (pid > 0) process.kill(pid, "SIGQUIT");
@@ -448,6 +615,107 @@ export class PatroniCluster {
     this.etcd = undefined;
     await Bun.sleep(500);
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs `command` as uid/gid; its output, or an error with what it wrote. */
+function runAs(uid: number, gid: number, command: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      uid,
+      gid,
+      cwd: tmpdir(),
+      env: { PATH: process.env.PATH, LANG: "C.UTF-8" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout?.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr?.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (code) =>
+      code === 0
+        ? resolve(output)
+        : reject(new Error(`${command} ${args.join(" ")} exited ${code}: ${output.trim()}`)),
+    );
+  });
+}
+
+/**
+ * X6: a data directory restored by pgBackRest, run by `pg_ctl` as a one-node cluster on loopback.
+ * Patroni's postgresql.conf came with the backup; the command line overrides what named the old
+ * node (its port, sockets, pg_hba) or waits on standbys that this copy has none of.
+ */
+export class RestoredCluster {
+  restoreMs = 0;
+  recoveryMs = 0;
+
+  constructor(
+    readonly home: string,
+    readonly dataDir: string,
+    readonly port: number,
+    private readonly uid: number,
+    private readonly gid: number,
+  ) {}
+
+  url(database = "postgres"): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  private pgCtl(args: string[]) {
+    return runAs(this.uid, this.gid, join(binDir, "pg_ctl"), ["-D", this.dataDir, ...args]);
+  }
+
+  /** Starts it and waits until recovery reached its target and it was promoted (writable). */
+  async start(): Promise<void> {
+    const options = [
+      `-c port=${this.port}`,
+      "-c listen_addresses=127.0.0.1",
+      `-c unix_socket_directories=${this.home}`,
+      `-c hba_file=${join(this.dataDir, "pg_hba.conf")}`,
+      `-c ident_file=${join(this.dataDir, "pg_ident.conf")}`,
+      "-c synchronous_standby_names=",
+      "-c cluster_name=restored",
+    ].join(" ");
+    await this.pgCtl([
+      "-w",
+      "-t",
+      "300",
+      "-l",
+      join(this.home, "postgres.log"),
+      "-o",
+      options,
+      "start",
+    ]);
+    const { default: postgres } = await import("postgres");
+    const sql = postgres(this.url(), { max: 1, onnotice: () => {} });
+    try {
+      await eventually(
+        async () => {
+          const [row] = await sql`select pg_is_in_recovery() as recovering`.catch(() => [
+            { recovering: true },
+          ]);
+          return row.recovering ? undefined : true;
+        },
+        300_000,
+        "the restored cluster to reach its target and promote",
+      );
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  }
+
+  /** What PostgreSQL logged while it restored (recovery's last lines say where it stopped). */
+  log(lines = 20): string {
+    return tail(join(this.home, "postgres.log"), lines);
+  }
+
+  /** `fast` shuts down cleanly (a checkpoint), so another cluster may take the directory over. */
+  async stop(mode: "immediate" | "fast" = "immediate"): Promise<void> {
+    await this.pgCtl(["-m", mode, "stop"]).catch(() => {});
   }
 }
 

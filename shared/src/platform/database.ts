@@ -12,10 +12,18 @@ export type Sql = postgres.Sql;
 const reconnectBackoff = (failures: number) => Math.min(0.05 * 2 ** failures, 1);
 
 /**
+ * N14 (v5): every wait on a lock has a timeout. A statement waiting longer than this for a row or
+ * table lock fails with SQLSTATE 55P03 (`lockTimedOut`: 503 to a request, a later redelivery to a
+ * message); the migration lock and a placement set shorter ones for their transaction.
+ */
+export const defaultLockTimeoutMs = 15_000;
+
+/**
  * A pool of `max` connections: the caller's, else the URL's `?max=N` (postgres.js would read it as
  * a string, and `new Array("4")` is one connection), else 10. `npm start` asks for one per
  * embedded PGlite, which is a single session. With `schema`, every connection resolves names in
- * that schema and then the built-ins only (N14), whatever the role's own setting.
+ * that schema and then the built-ins only (N14), whatever the role's own setting. Every
+ * connection waits at most `defaultLockTimeoutMs` for a lock.
  */
 export function connectDatabase(
   url: string,
@@ -26,7 +34,10 @@ export function connectDatabase(
 ): Sql {
   return postgres(url, {
     max,
-    ...(schema && { connection: { search_path: `"${schema}", pg_catalog` } }),
+    connection: {
+      lock_timeout: defaultLockTimeoutMs,
+      ...(schema && { search_path: `"${schema}", pg_catalog` }),
+    },
     onnotice: () => {},
     connect_timeout: 5,
     idle_timeout: 60,
@@ -35,8 +46,20 @@ export function connectDatabase(
 }
 
 /**
- * Applies the service's pending drizzle-kit migrations to its own Postgres schema, holding an
- * advisory lock so replicas that start together apply them once. The migrations come embedded
+ * N14 (v5): the table whose lock is the migration lock, in the service's own schema. Advisory lock
+ * keys are database-wide and any role may take any key; a table of the service's schema can be
+ * locked only by a role with rights on it, so the other service's role cannot hold it.
+ */
+export const migrationLockTable = "migration_lock";
+
+/** How long a replica waits for the migration lock (or a migration for its tables) before retrying. */
+const migrationLockTimeout = "10s";
+
+/**
+ * Applies the service's pending drizzle-kit migrations to its own Postgres schema in one
+ * transaction that first locks `<schema>.migration_lock`, so replicas that start together apply
+ * them once; a replica that waits longer than `migrationLockTimeout` fails with SQLSTATE 55P03
+ * (`lockTimedOut`) and tries again later. The migrations come embedded
  * (`drizzle/migrations.json`, written by scripts/embed-migrations.ts), so a compiled binary
  * needs no files beside it.
  */
@@ -44,20 +67,48 @@ export async function migrateSchema(
   sql: Sql,
   { schema, migrations }: { schema: string; migrations: MigrationMeta[] },
 ) {
-  // A pool of one has no second connection to reserve; its only one holds the lock then.
-  const reserved = sql.options.max > 1 ? await sql.reserve() : undefined;
-  const lock = reserved ?? sql;
-  try {
-    await lock`select pg_advisory_lock(hashtext(${`migrate:${schema}`}))`;
-    await applyMigrations(sql, migrations, {
-      // Bookkeeping lives apart: drizzle-kit's first migration creates the service's schema itself.
-      migrationsSchema: "drizzle",
-      migrationsTable: `${schema}_migrations`,
-    });
-  } finally {
-    await lock`select pg_advisory_unlock(hashtext(${`migrate:${schema}`}))`.catch(() => {});
-    reserved?.release();
+  await ensureMigrationLock(sql, schema);
+  await applyMigrations(sql, migrations, {
+    // Bookkeeping lives apart: drizzle-kit's first migration creates the service's schema itself.
+    migrationsSchema: "drizzle",
+    migrationsTable: `${schema}_migrations`,
+    lock: async (tx) => {
+      await tx`select pg_catalog.set_config('lock_timeout', ${migrationLockTimeout}, true)`;
+      await tx`lock table ${tx(schema)}.${tx(migrationLockTable)} in exclusive mode`;
+    },
+  });
+}
+
+/**
+ * The service's schema and its lock table, made when missing (the deployments' init scripts make
+ * the schema, owned by the service's role; a development database has nothing yet). Two replicas
+ * making them at once on a fresh database: the one that loses finds them made on its next look.
+ */
+async function ensureMigrationLock(sql: Sql, schema: string) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const [{ schemaMade, lockMade }] = await sql<{ schemaMade: boolean; lockMade: boolean }[]>`
+        select exists (select from pg_catalog.pg_namespace where nspname = ${schema}) as "schemaMade",
+          pg_catalog.to_regclass(${`"${schema}"."${migrationLockTable}"`}) is not null as "lockMade"`;
+      if (!schemaMade) await sql`create schema if not exists ${sql(schema)}`;
+      if (!lockMade)
+        await sql`create table if not exists ${sql(schema)}.${sql(migrationLockTable)} ()`;
+      return;
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? "";
+      // unique_violation on the catalog, duplicate_schema, duplicate_table, or duplicate_object
+      // (the table's row type): the other one won.
+      if (attempt < 5 && ["23505", "42P06", "42P07", "42710"].includes(code)) continue;
+      throw error;
+    }
   }
+}
+
+/** N14 (v5): a wait on a lock outlasted its `lock_timeout` (SQLSTATE 55P03): try again later. */
+export function lockTimedOut(error: unknown): boolean {
+  const cause = (error as { cause?: unknown })?.cause;
+  if (cause && cause !== error && lockTimedOut(cause)) return true;
+  return (error as { code?: unknown })?.code === "55P03";
 }
 
 /**

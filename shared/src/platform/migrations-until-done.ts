@@ -1,13 +1,20 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
-import { databaseUnavailable, migrateSchema, type Sql, startRefusal } from "./database";
+import {
+  databaseUnavailable,
+  lockTimedOut,
+  migrateSchema,
+  type Sql,
+  startRefusal,
+} from "./database";
 import { describeError, type Logger } from "./logger";
 
 /**
  * X2: the service's migrations, applied at start, or, when the database is unreachable or
  * read-only then (a standby, HAProxy not yet settled, a failover under way), tried again every
  * `retryMs` until they are: the service starts anyway, `/health` 200 and `/ready` 503 meanwhile,
- * instead of exiting on SQLSTATE 25006. Any other error at the first attempt (a broken
- * migration) still stops the service.
+ * instead of exiting on SQLSTATE 25006. So too when the migration lock or a table a migration
+ * alters stays held past its lock timeout (another replica migrating, a long transaction: N14 v5).
+ * Any other error at the first attempt (a broken migration) still stops the service.
  */
 export class MigrationsUntilDone {
   done = false;
@@ -37,10 +44,15 @@ export class MigrationsUntilDone {
     try {
       await this.attempt();
     } catch (error) {
-      if (!databaseUnavailable(error)) throw error;
-      this.logger.warn("database not writable yet; migrations will be retried", {
-        ...describeError(error),
-      });
+      if (lockTimedOut(error)) {
+        this.logger.warn("migration lock held elsewhere; migrations will be retried", {
+          ...describeError(error),
+        });
+      } else if (databaseUnavailable(error)) {
+        this.logger.warn("database not writable yet; migrations will be retried", {
+          ...describeError(error),
+        });
+      } else throw error;
       this.retryLater();
     }
   }
@@ -57,7 +69,7 @@ export class MigrationsUntilDone {
         // than every retry (a wrong password would be a line a second).
         const why = describeError(error);
         const cause = JSON.stringify(why);
-        if (!databaseUnavailable(error) && cause !== this.lastFailure)
+        if (!databaseUnavailable(error) && !lockTimedOut(error) && cause !== this.lastFailure)
           this.logger.error("migrations failed; retrying", {
             ...why,
             ...(startRefusal(error) ? { cause: startRefusal(error) } : {}),

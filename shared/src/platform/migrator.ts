@@ -8,12 +8,23 @@ import type postgres from "postgres";
  * database could not start. Here each is run only when its object is missing, and a migration's
  * `CREATE SCHEMA "<own>"` is skipped when the deployment's init script made the schema already.
  * The bookkeeping is drizzle's own table layout and rule (the newest `created_at` applied), so a
- * database migrated by drizzle's migrator goes on here unchanged.
+ * database migrated by drizzle's migrator goes on here unchanged. The bookkeeping is made first,
+ * each statement on its own (a transaction that lost the race to make it would not see it made:
+ * its catalog cache still says missing); then one transaction runs `lock` (the caller's migration
+ * lock, N14 v5), reads what is applied and applies the rest, all or none.
  */
 export async function applyMigrations(
   sql: postgres.Sql,
   migrations: MigrationMeta[],
-  { migrationsSchema, migrationsTable }: { migrationsSchema: string; migrationsTable: string },
+  {
+    migrationsSchema,
+    migrationsTable,
+    lock = async () => {},
+  }: {
+    migrationsSchema: string;
+    migrationsTable: string;
+    lock?: (tx: postgres.TransactionSql) => Promise<void>;
+  },
 ) {
   const qualified = `${migrationsSchema}.${migrationsTable}`;
   if (!(await schemaExists(sql, migrationsSchema)))
@@ -23,18 +34,19 @@ export async function applyMigrations(
   if (!present)
     await madeByWhoeverWasFirst(sql`create table if not exists ${sql(qualified)} (
       id serial primary key, hash text not null, created_at bigint)`);
-  const [last] = await sql<{ created_at: string }[]>`
-    select created_at from ${sql(qualified)} order by created_at desc limit 1`;
-  const pending = migrations.filter((m) => !last || Number(last.created_at) < m.folderMillis);
-  if (pending.length === 0) return;
   await sql.begin(async (tx) => {
+    await lock(tx);
+    // Read once the lock is held: a replica that waited sees what the one before it applied.
+    const [last] = await tx<{ created_at: string }[]>`
+      select created_at from ${tx(qualified)} order by created_at desc limit 1`;
+    const pending = migrations.filter((m) => !last || Number(last.created_at) < m.folderMillis);
     for (const migration of pending) {
       for (const statement of migration.sql) {
         const made = /^\s*CREATE SCHEMA "([^"]+)";?\s*$/i.exec(statement)?.[1];
         if (made !== undefined && (await schemaExists(tx, made))) continue;
         await tx.unsafe(statement);
       }
-      await tx`insert into ${sql(qualified)} (hash, created_at)
+      await tx`insert into ${tx(qualified)} (hash, created_at)
         values (${migration.hash}, ${migration.folderMillis})`;
     }
   });

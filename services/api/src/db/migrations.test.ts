@@ -1,16 +1,22 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { migrateSchema } from "@commerce/shared/platform/database";
+import {
+  connectDatabase,
+  migrateSchema,
+  migrationLockTable,
+} from "@commerce/shared/platform/database";
 import { listCountMismatches } from "@commerce/testing/list-counts";
 import { privateDatabase } from "@commerce/testing/private-database";
 import { migrations } from ".";
 
 let database: Awaited<ReturnType<typeof privateDatabase>>;
 let counted: Awaited<ReturnType<typeof privateDatabase>>;
+let fresh: Awaited<ReturnType<typeof privateDatabase>>;
 beforeAll(async () => {
   database = await privateDatabase();
   counted = await privateDatabase();
+  fresh = await privateDatabase();
 });
-afterAll(() => Promise.all([database?.drop(), counted?.drop()]));
+afterAll(() => Promise.all([database?.drop(), counted?.drop(), fresh?.drop()]));
 
 describe("api migrations", () => {
   test("R1: orders made before order lines existed become one-line orders; nothing is lost", async () => {
@@ -114,5 +120,22 @@ describe("api migrations", () => {
     expect(await listCountMismatches(sql)).toEqual([]);
     await sql`truncate api.order_items, api.order_events, api.orders`;
     expect(await listCountMismatches(sql)).toEqual([]);
+  });
+
+  test("N14 (v5), M4: replicas migrating a fresh database at once (no schema, no lock table yet) apply every migration exactly once, under a lock of the api's own schema", async () => {
+    const pools = [1, 2, 3, 4].map(() => connectDatabase(fresh.url, { max: 2 }));
+    try {
+      await Promise.all(pools.map((sql) => migrateSchema(sql, { schema: "api", migrations })));
+      const applied = await fresh.sql<{ hash: string }[]>`
+        select hash from drizzle.api_migrations order by created_at`;
+      expect(applied.map((row) => row.hash)).toEqual(migrations.map((m) => m.hash));
+      const [lock] = await fresh.sql`
+        select n.nspname as schema from pg_catalog.pg_class c
+        join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+        where c.relname = ${migrationLockTable}`;
+      expect(lock).toEqual({ schema: "api" });
+    } finally {
+      await Promise.all(pools.map((sql) => sql.end()));
+    }
   });
 });

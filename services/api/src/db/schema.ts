@@ -144,6 +144,16 @@ export const cartItems = api.table(
   (table) => [primaryKey({ columns: [table.customerId, table.productId] })],
 );
 
+/**
+ * N5, N14 (v5): one row per customer who placed an order under the hold limits; a placement
+ * locks its customer's row (`FOR UPDATE`, under a lock timeout) so concurrent placements of one
+ * customer count each other. A row of the api's schema, which the payments role cannot lock, where
+ * an advisory lock's key could be taken by any role.
+ */
+export const placementLocks = api.table("placement_locks", {
+  customerId: text("customer_id").primaryKey(),
+});
+
 /** The idempotent consumer's memory (M2): one row per order-paid message ever applied. */
 export const processedNotifications = api.table("processed_notifications", {
   notificationId: text("notification_id").primaryKey(),

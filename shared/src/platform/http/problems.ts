@@ -1,5 +1,5 @@
 import { Elysia, type ValidationError as ElysiaValidationError } from "elysia";
-import { databaseUnavailable } from "../database";
+import { databaseUnavailable, lockTimedOut } from "../database";
 import {
   ClientClosedError,
   type FieldError,
@@ -59,6 +59,11 @@ export function problemOf(
     return allowed.length && !allowed.includes(request.method)
       ? new MethodNotAllowedError(request.method, allowed)
       : new NotFoundError("No such route");
+  }
+  // N14 (v5): a lock waited on past its lock_timeout; the request changed nothing, so it may retry.
+  if (lockTimedOut(error)) {
+    logger.warn("lock wait timed out", { ...requestLogFields(request), ...describeError(error) });
+    return new UnavailableError("Another request holds what this one needs; retry");
   }
   if (databaseUnavailable(error)) {
     logger.error("dependency unavailable", {

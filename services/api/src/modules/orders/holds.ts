@@ -9,12 +9,16 @@ import type { OrderLine } from "./model";
 export const holdLimitsApply = (holds: HoldLimits | undefined): holds is HoldLimits =>
   !!holds && (holds.maxOrders > 0 || holds.maxUnits > 0);
 
-/** The advisory-lock namespace of a customer's placements (the second key is the customer's). */
-const holdLockSpace = 5_005;
+/**
+ * How long a placement waits for another placement of the same customer (and, for the rest of its
+ * transaction, for any row it locks): past it, SQLSTATE 55P03 and a 503 the client retries (N14 v5).
+ */
+const placementLockTimeout = "5s";
 
 /**
  * N5: stock cannot be hoarded. In the caller's transaction, and after waiting for any other
- * placement of the same customer (an advisory lock, so concurrent requests count each other):
+ * placement of the same customer (its row of `placement_locks`, locked: N14 v5 wants a lock of
+ * the api's own schema, which the payments role cannot hold, so concurrent requests count each other):
  * 409 naming the limit when the customer already holds `maxOrders` unpaid orders, or when this
  * order would bring their unpaid units of one tracked product over `maxUnits`. An unpaid order
  * past its expiry no longer counts (the sweeper is about to cancel it).
@@ -27,7 +31,10 @@ export async function withinHoldLimits(
   oneLine: boolean,
 ): Promise<void> {
   const sql = clientOf(tx);
-  await sql`select pg_advisory_xact_lock(${holdLockSpace}, hashtext(${customerId}))`;
+  await sql`select pg_catalog.set_config('lock_timeout', ${placementLockTimeout}, true)`;
+  // The upsert locks the row, made or found: a second placement waits here for the first's commit.
+  await sql`insert into api.placement_locks (customer_id) values (${customerId})
+    on conflict (customer_id) do update set customer_id = excluded.customer_id`;
   const ids = lines.map((line) => line.product_id);
   const qtys = lines.map((line) => line.qty);
   const [held] = await sql<{ orders: number; over: { line: number; held: number }[] | null }[]>`
