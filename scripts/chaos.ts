@@ -1,7 +1,8 @@
 /**
- * X5: `npm run chaos -- --minutes N [--base 47800] [--report path.md]`: the whole system on
- * loopback (Patroni, a three-node NATS cluster, two api replicas and payments), a steady
- * workload, random SIGKILLs of each part, then a drain and the invariants. Exits 1 on a violation.
+ * X5: `npm run chaos -- --minutes N [--base 47800] [--seed S] [--report path.md]`: the whole
+ * system on loopback (Patroni, a three-node NATS cluster, two api replicas and payments), a
+ * steady workload, random SIGKILLs and (v5) pauses of each part and messages lost after
+ * JetStream's ack, then a drain and the invariants. Exits 1 on a violation.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -19,6 +20,7 @@ import {
   webhooksDelivered,
 } from "./chaos/invariants";
 import { Providers } from "./chaos/provider";
+import { seedRandom } from "./chaos/random";
 import { markdownReport } from "./chaos/report";
 import { Stats } from "./chaos/stats";
 import { ChaosSystem } from "./chaos/system";
@@ -28,9 +30,13 @@ const { values } = parseArgs({
     minutes: { type: "string", default: "10" },
     base: { type: "string", default: "47800" },
     report: { type: "string" },
+    seed: { type: "string" },
   },
 });
 const minutes = Number(values.minutes);
+// X5 (v5): every choice the run makes comes from this seed, which the report names.
+const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
+seedRandom(seed);
 const logDir = `/tmp/chaos-${Date.now()}`;
 mkdirSync(logDir, { recursive: true });
 const reportPath = values.report ?? `${logDir}/chaos-report.md`;
@@ -102,13 +108,17 @@ try {
   while (providers.inFlight > 0 && Date.now() - drainStart < 200_000) await Bun.sleep(500);
   // Settled: every outbox row published and every delivery attempted to the end.
   for (let quiet = 0; quiet < 3 && Date.now() - drainStart < 400_000; ) {
+    // B2: a message lost after JetStream's ack is published again within 60 s; until then its
+    // notification is stored but not processed.
     const [row] = await sql`select
       (select count(*)::int from payments.outbox where published_at is null and dead_at is null) as p,
       (select count(*)::int from api.outbox where published_at is null and dead_at is null) as a,
-      (select count(*)::int from api.webhook_deliveries where status = 'pending') as d`.catch(
+      (select count(*)::int from api.webhook_deliveries where status = 'pending') as d,
+      (select count(*)::int from payments.notifications n where not exists (
+        select 1 from api.processed_notifications p where p.notification_id = n.key)) as u`.catch(
       () => [undefined],
     );
-    quiet = row && row.p + row.a + row.d === 0 ? quiet + 1 : 0;
+    quiet = row && row.p + row.a + row.d + row.u === 0 ? quiet + 1 : 0;
     await Bun.sleep(2_000);
   }
   clearInterval(sampler);
@@ -125,6 +135,7 @@ try {
   await sql.end({ timeout: 2 });
   const report = markdownReport(stats, verdicts, {
     minutes,
+    seed,
     startedAt: new Date(stats.startedAt),
     workloadSeconds,
     drainSeconds,

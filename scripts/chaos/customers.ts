@@ -1,4 +1,5 @@
 import { signToken } from "@commerce/testing/basics";
+import { random } from "./random";
 import type { Stats } from "./stats";
 import type { ChaosSystem } from "./system";
 
@@ -56,7 +57,7 @@ export class ApiClient {
         (status === 409 && json?.type?.includes?.("idempotency"));
       if (!retry || Date.now() > deadline)
         return { status: typeof status === "number" ? status : 0, json };
-      await Bun.sleep(Math.min(2_000, 100 * 2 ** n) * (0.5 + Math.random() / 2));
+      await Bun.sleep(Math.min(2_000, 100 * 2 ** n) * (0.5 + random() / 2));
     }
   }
 }
@@ -79,13 +80,13 @@ export async function runCustomers(options: {
   const customers = await Promise.all(
     Array.from({ length: 20 }, (_, i) => signToken(`chaos-customer-${i}`)),
   );
-  const pick = <T>(list: T[]) => list[Math.floor(Math.random() * list.length)];
+  const pick = <T>(list: T[]) => list[Math.floor(random() * list.length)];
   const customer = async () => {
     while (!until()) {
       const token = pick(customers);
-      const isTracked = Math.random() < 0.4;
+      const isTracked = random() < 0.4;
       const productId = pick(isTracked ? tracked : untracked);
-      const qty = 1 + Math.floor(Math.random() * 2);
+      const qty = 1 + Math.floor(random() * 2);
       const placed = await client.call("POST", "/api/orders", token, {
         product_id: productId,
         qty,
@@ -98,7 +99,7 @@ export async function runCustomers(options: {
           currency: placed.json.currency,
           productId,
         };
-        const fate = Math.random();
+        const fate = random();
         if (fate < 0.08) {
           const cancel = await client.call("PATCH", `/api/orders/${order.orderId}`, token, {
             status: "cancelled",
@@ -108,7 +109,7 @@ export async function runCustomers(options: {
         else pay(order);
       } else if (placed.status === 409 || placed.status === 422) stats.ordersRefusedNoStock++;
       else stats.placeFailed++;
-      await Bun.sleep(150 + Math.random() * 250);
+      await Bun.sleep(150 + random() * 250);
     }
   };
   await Promise.all(Array.from({ length: options.concurrency }, customer));

@@ -13,6 +13,7 @@ import {
   stripeSignature,
 } from "@commerce/testing/provider-requests";
 import type { Placed } from "./customers";
+import { random } from "./random";
 import type { SentNotification, Stats } from "./stats";
 import type { ChaosSystem } from "./system";
 
@@ -134,7 +135,7 @@ export class Providers {
         return true;
       }
       sent.status = status;
-      await Bun.sleep(Math.min(3_000, 100 * 2 ** n) * (0.5 + Math.random() / 2));
+      await Bun.sleep(Math.min(3_000, 100 * 2 ** n) * (0.5 + random() / 2));
     }
     sent.status = "gave up";
     return false;
@@ -168,21 +169,21 @@ export class Providers {
     const ref =
       provider === "stripe"
         ? `pi_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`
-        : String(Math.floor(Math.random() * 9e15) + 1e15);
+        : String(Math.floor(random() * 9e15) + 1e15);
     this.inFlight++;
     void (async () => {
       try {
-        const paid = await this.send(provider, "payment", order, ref, Math.random() < 0.1);
+        const paid = await this.send(provider, "payment", order, ref, random() < 0.1);
         if (!paid) return;
-        const fate = Math.random();
+        const fate = random();
         if (fate < 0.1) {
-          await Bun.sleep(500 + Math.random() * 2_000);
+          await Bun.sleep(500 + random() * 2_000);
           await this.send(provider, "refund", order, ref);
         } else if (fate < 0.13) {
           const other =
             provider === "stripe"
               ? `pi_${crypto.randomUUID().slice(0, 8)}`
-              : String(Math.floor(Math.random() * 9e15) + 1e15);
+              : String(Math.floor(random() * 9e15) + 1e15);
           await this.send(provider, "second payment", order, other);
         }
       } finally {

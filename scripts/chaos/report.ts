@@ -3,6 +3,8 @@ import type { Stats } from "./stats";
 
 export type RunFacts = {
   minutes: number;
+  /** X5 (v5): the seed of every choice the run made (`--seed` repeats them). */
+  seed: number;
   startedAt: Date;
   workloadSeconds: number;
   drainSeconds: number;
@@ -29,7 +31,7 @@ export function markdownReport(stats: Stats, verdicts: Verdict[], facts: RunFact
   return [
     "# Chaos run (X5)",
     "",
-    `\`npm run chaos -- --minutes ${facts.minutes}\`, started ${facts.startedAt.toISOString()}: ` +
+    `\`npm run chaos -- --minutes ${facts.minutes} --seed ${facts.seed}\`, started ${facts.startedAt.toISOString()}: ` +
       `${facts.workloadSeconds.toFixed(0)} s of workload and faults, then ${facts.drainSeconds.toFixed(0)} s to drain. ` +
       `**${all ? "PASS" : "FAIL"}**.`,
     "",

@@ -1,8 +1,10 @@
+import { messageTopology } from "@commerce/shared/contract/messages";
 import { jwtSecret, webhookSecret } from "@commerce/testing/basics";
 import { ServiceProcess, serviceCommand } from "@commerce/testing/launch";
 import { PrivateNats } from "@commerce/testing/nats-server";
 import { PatroniCluster } from "@commerce/testing/patroni-cluster";
 import { providersEnv } from "@commerce/testing/provider-requests";
+import { connect } from "nats";
 import postgres from "postgres";
 
 /**
@@ -100,6 +102,44 @@ export class ChaosSystem {
     await Promise.all(this.nats.map((node) => node.start()));
     // JetStream needs its meta leader before a stream of three replicas can be made.
     await Bun.sleep(3_000);
+  }
+
+  /**
+   * X5 (v5): messages JetStream acknowledged to the payments relay, deleted from the stream before
+   * the api's consumer was handed them (as a stream that lost them would): up to `count`, the
+   * newest not yet delivered, looked for over at most 10 s. Returns their stream sequences.
+   */
+  async loseRecentPaymentMessages(count: number): Promise<number[]> {
+    const topology = messageTopology(this.prefix);
+    const nc = await connect({ servers: this.nats.map((node) => node.url), timeout: 3_000 });
+    try {
+      const jsm = await nc.jetstreamManager();
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline) {
+        const stream = await jsm.streams.info(topology.payments.stream);
+        const consumer = await jsm.consumers.info(
+          topology.payments.stream,
+          topology.paymentEventsConsumer,
+        );
+        const last = stream.state.last_seq;
+        const delivered = consumer.delivered.stream_seq;
+        if (last > delivered) {
+          const lost: number[] = [];
+          for (let seq = last; seq > delivered && lost.length < count; seq--)
+            if (
+              await jsm.streams
+                .deleteMessage(topology.payments.stream, seq, false)
+                .catch(() => false)
+            )
+              lost.push(seq);
+          return lost.reverse();
+        }
+        await Bun.sleep(20);
+      }
+      return [];
+    } finally {
+      await nc.close();
+    }
   }
 
   async stop(): Promise<void> {

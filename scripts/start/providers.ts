@@ -1,6 +1,6 @@
 /** What `npm start` does with the payment providers Stripe and Adyen (section 15). */
 
-/** G1: Stripe's and Adyen's settings, passed to payments only. */
+/** G1, F2: Stripe's and Adyen's settings, passed to payments only (the api never sees a key). */
 export const providerVariables = [
   // G4: whose money moves orders, and the shop's Adyen merchant accounts.
   "PAYMENT_MODE",
@@ -9,6 +9,12 @@ export const providerVariables = [
   "ADYEN_HMAC_KEYS",
   "ADYEN_WEBHOOK_USERNAME",
   "ADYEN_WEBHOOK_PASSWORD",
+  // F2: the providers' API keys and where their APIs are; refunds are made by payments only.
+  "STRIPE_API_KEY",
+  "STRIPE_API_URL",
+  "ADYEN_API_KEY",
+  "ADYEN_CHECKOUT_URL",
+  "REFUND_GIVE_UP_HOURS",
 ];
 
 /** One line per configured provider: its webhook URL and how to play it; a hint when none is. */

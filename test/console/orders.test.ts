@@ -41,7 +41,7 @@ describe("U3 orders", () => {
     await (await rawBodyDisclosure(page, notification.id)).focus();
     await page.keyboard.press("Enter");
     await sees(page, `"id": "${notification.id}"`);
-    expect(await present(page, "button", "Refund")).toBe(true);
+    expect(await present(page, "button", "Record a refund made elsewhere")).toBe(true);
     expect(await present(page, "button", "Mark paid")).toBe(false);
     await con.accessible(page);
     await page.close();

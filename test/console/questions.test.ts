@@ -419,9 +419,9 @@ describe("V6 guard rails in the console", () => {
     await byRole(page, "button", "Dismiss");
     await sees(page, "already paid, so there is nothing to apply");
 
-    // Refund says that no money is sent back.
+    // Recording a refund made elsewhere says that no money is sent back.
     await page.goto(`${con.stack.api.url}/console/orders/${paidOrder.order_id}`);
-    await click(page, "button", "Refund");
+    await click(page, "button", "Record a refund made elsewhere");
     await sees(page, "No money is sent back");
     await page.close();
   });

@@ -300,6 +300,22 @@ describe("every documented operation, against the running services", () => {
       (await call(api, "GET", "/api/orders/{order_id}/events", { ...events, token: other })).status,
     ).toBe(404);
 
+    // F1: an order's refunds; a refund of an order that is not paid is 409, a customer's 403.
+    const refunds = { path: `/api/orders/${checkout.json.order_id}/refunds` };
+    const refundsRoute = "/api/orders/{order_id}/refunds";
+    expect((await call(api, "GET", refundsRoute, { ...refunds, token: customer })).status).toBe(
+      200,
+    );
+    expect((await call(api, "GET", refundsRoute, { ...refunds, token: other })).status).toBe(404);
+    const refund = { ...refunds, body: { note: "in a test" } };
+    expect((await call(api, "POST", refundsRoute, { ...refund, token: admin })).status).toBe(409);
+    expect((await call(api, "POST", refundsRoute, { ...refund, token: customer })).status).toBe(
+      403,
+    );
+    expect(
+      (await call(api, "POST", refundsRoute, { ...refunds, token: admin, body: {} })).status,
+    ).toBe(400);
+
     // A payment for the order the customer cancelled becomes a review for a person.
     const late = { ...notification, order_id: order.json.order_id, id: unique("evt") };
     late.amount = order.json.amount;

@@ -42,6 +42,11 @@ export class PrivateNats {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /** X5: sends a signal (SIGSTOP pauses the server, SIGCONT resumes it). */
+  signal(signal: NodeJS.Signals): void {
+    this.process?.kill(signal);
+  }
+
   /** What the server has logged so far. */
   async log(): Promise<string> {
     const file = Bun.file(this.logFile);

@@ -567,7 +567,23 @@ pg1-user=postgres
    * when it was killed (performance.now()).
    */
   async killLeader(leader?: string): Promise<{ name: string; at: number }> {
-    const name = leader ?? (await this.waitForLeader());
+    return this.signalNode("SIGKILL", leader ?? (await this.waitForLeader()));
+  }
+
+  /**
+   * X5 (v5): pauses a node whole (its Patroni, postmaster and backends, SIGSTOP); `resumeNode`
+   * wakes them (SIGCONT). A leader paused longer than the TTL loses its key and a standby is
+   * promoted meanwhile; woken, it finds itself demoted.
+   */
+  pauseNode(name: string): Promise<{ name: string; at: number }> {
+    return Promise.resolve(this.signalNode("SIGSTOP", name));
+  }
+
+  resumeNode(name: string): void {
+    this.signalNode("SIGCONT", name);
+  }
+
+  private signalNode(signal: NodeJS.Signals, name: string): { name: string; at: number } {
     const postmaster = Number(
       readFileSync(join(this.dataDir(name), "postmaster.pid"), "utf8").split("\n")[0],
     );
@@ -577,10 +593,10 @@ pg1-user=postgres
       .filter(Boolean)
       .map(Number);
     const at = performance.now();
-    this.patroni.get(name)?.kill("SIGKILL");
+    this.patroni.get(name)?.kill(signal);
     for (const pid of [postmaster, ...children]) {
       try {
-        process.kill(pid, "SIGKILL");
+        process.kill(pid, signal);
       } catch {}
     }
     return { name, at };

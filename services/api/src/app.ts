@@ -16,6 +16,7 @@ import { ordersController } from "./modules/orders";
 import { orderBodyShapes } from "./modules/orders/model";
 import { outboxController } from "./modules/outbox";
 import { productsController } from "./modules/products";
+import { refundsController } from "./modules/refunds";
 import { reviewsController } from "./modules/reviews";
 import { statusController } from "./modules/status";
 import { webhooksController } from "./modules/webhooks";
@@ -74,6 +75,11 @@ export function createApp(deps: ApiDeps) {
             name: "Orders",
             description:
               "Placing, reading and moving orders, and each order's timeline; a customer sees only their own",
+          },
+          {
+            name: "Refunds",
+            description:
+              "Refunds of paid orders through the payment's provider (Stripe, Adyen), asked by an admin, and where each stands",
           },
           {
             name: "Cart",
@@ -174,6 +180,7 @@ export function createApp(deps: ApiDeps) {
     )
     .use(productsController(deps))
     .use(ordersController(deps))
+    .use(refundsController(deps))
     .use(cartController(deps))
     .use(checkoutController(deps))
     .use(reviewsController(deps))

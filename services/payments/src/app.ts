@@ -79,6 +79,7 @@ export function createApp(deps: PaymentsDeps) {
         metrics: deps.metrics,
         metricsToken: deps.metricsToken,
         checks: [{ name: "database", check: () => databaseIsUp(deps.sql) }, ...deps.readiness],
+        notes: deps.readinessNotes,
       }),
     )
     .use(notificationsController(deps, providers))

@@ -77,6 +77,7 @@ describe("configuration", () => {
       mode: "test",
       stripe: undefined,
       adyen: undefined,
+      api: { stripe: undefined, adyen: undefined },
     });
     const config = loadConfig({
       ...required,
@@ -93,6 +94,36 @@ describe("configuration", () => {
     expect(config.providers.adyen?.hmacKeys.map((key) => key.length)).toEqual([32, 16]);
     expect(config.providers.adyen?.basic).toEqual({ username: "adyen", password: "a-password" });
     expect(config.providers.adyen?.merchantAccounts).toEqual(["ShopECOM", "ShopPOS"]);
+  });
+
+  test("F2, F3: the providers' API keys turn refunds on; a key of the other mode, or Adyen's without its webhook, stops the service; REFUND_GIVE_UP_HOURS defaults to 24", () => {
+    const stripe = loadConfig({ ...required, STRIPE_API_KEY: "rk_test_abc123" }).providers.api;
+    expect(stripe?.stripe).toEqual({ apiKey: "rk_test_abc123", url: "https://api.stripe.com" });
+    expect(() =>
+      loadConfig({ ...required, STRIPE_API_KEY: "sk_live_abc123", PAYMENT_MODE: "test" }),
+    ).toThrow("STRIPE_API_KEY is a live key; PAYMENT_MODE is test");
+    expect(() => loadConfig({ ...required, STRIPE_API_KEY: "pk_test_abc123" })).toThrow(
+      "STRIPE_API_KEY must be",
+    );
+    expect(() => loadConfig({ ...required, ADYEN_API_KEY: "AQE-a-long-api-key" })).toThrow(
+      "ADYEN_HMAC_KEYS and ADYEN_MERCHANT_ACCOUNTS are required with ADYEN_API_KEY",
+    );
+    const adyen = loadConfig({
+      ...required,
+      ADYEN_HMAC_KEYS: "ab".repeat(32),
+      ADYEN_MERCHANT_ACCOUNTS: "ShopECOM",
+      ADYEN_API_KEY: "AQE-a-long-api-key",
+      ADYEN_CHECKOUT_URL: "http://127.0.0.1:9/v71/",
+    }).providers.api?.adyen;
+    expect(adyen).toEqual({
+      apiKey: "AQE-a-long-api-key",
+      checkoutUrl: "http://127.0.0.1:9/v71",
+      merchantAccount: "ShopECOM",
+    });
+    expect(loadConfig(required).refundGiveUpMs).toBe(24 * 3_600_000);
+    expect(() => loadConfig({ ...required, REFUND_GIVE_UP_HOURS: "0" })).toThrow(
+      "REFUND_GIVE_UP_HOURS must be an integer from 1 to 720",
+    );
   });
 
   test("G4: PAYMENT_MODE is test unless set to live; anything else stops the service", () => {

@@ -28,6 +28,13 @@ export const paymentsEnv = Type.Object({
     expected: "comma-separated origins like https://shop.example.com (scheme, host, port; no path)",
     description: "U1: origins whose console may read the operator routes (CORS); unset, none",
   }),
+  REFUND_GIVE_UP_HOURS: Var.integer({
+    minimum: 1,
+    maximum: 720,
+    default: 24,
+    description:
+      "F3: hours a refund is asked again (same key) without a definite answer before a refund_unknown review asks a person",
+  }),
   ...providerVariables,
 });
 
@@ -46,5 +53,7 @@ export function loadConfig(env: Env) {
       toleranceSeconds: vars.WEBHOOK_TOLERANCE_SECONDS,
     },
     providers: providerSettings(vars),
+    /** F3: how long a refund without a definite answer is asked again. */
+    refundGiveUpMs: vars.REFUND_GIVE_UP_HOURS * 3_600_000,
   };
 }

@@ -5,7 +5,13 @@ import { createApp } from "./app";
 import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
+import { refundClientsOf } from "./modules/providers";
+import { RefundRequests } from "./modules/refunds/requests";
+import { RefundWorker, type RefundWorkerOptions } from "./modules/refunds/worker";
 import { RefusalTally } from "./modules/refusals/tally";
+
+/** F7: how long one call to a provider's API may take. */
+const providerCallTimeoutMs = 10_000;
 
 /**
  * The payments service's composition root: the shared core (database, NATS, outbox relay) and
@@ -14,7 +20,10 @@ import { RefusalTally } from "./modules/refusals/tally";
  */
 export async function createService(
   config: PaymentsConfig,
-  options: ServiceOptions<PaymentsDeps> = {},
+  options: ServiceOptions<PaymentsDeps> & {
+    /** F3: the refund worker's schedule (tests shorten it); `giveUpAfterMs` overrides the hours. */
+    refunds?: RefundWorkerOptions & { giveUpAfterMs?: number; callTimeoutMs?: number };
+  } = {},
 ) {
   const core = await openServiceCore("payments", config, options, {
     migrations,
@@ -23,7 +32,11 @@ export async function createService(
       payments.orderRefunded,
       payments.orderFailed,
       payments.orderDisputed,
+      payments.refundOutcome,
     ],
+    async onNatsConnect() {
+      refundRequests.start();
+    },
   });
   const deps: PaymentsDeps = {
     sql: core.sql,
@@ -50,19 +63,49 @@ export async function createService(
     core.logger.warn(
       "operator routes answer 503: set AUTH_PUBLIC_KEY, AUTH_JWKS_URL or AUTH_JWT_SECRET to let admin tokens in",
     );
+  const refundWorker = new RefundWorker(
+    {
+      sql: core.sql,
+      topology: core.topology,
+      logger: core.logger,
+      metrics: core.metrics,
+      clients: refundClientsOf(
+        config.providers,
+        options.refunds?.callTimeoutMs ?? providerCallTimeoutMs,
+      ),
+      giveUpAfterMs: options.refunds?.giveUpAfterMs ?? config.refundGiveUpMs,
+      outboxWritten: deps.outboxWritten,
+    },
+    options.refunds,
+  );
+  deps.readinessNotes ??= refundWorker.notes();
   const app = createApp(deps);
+  const refundRequests = new RefundRequests({
+    sql: core.sql,
+    nats: core.nats,
+    topology: core.topology,
+    logger: core.logger,
+    recorded: () => refundWorker.kick(),
+  });
 
   return {
     app,
     deps,
     relay: core.relay,
     nats: core.nats,
+    refundWorker,
     start: () => {
-      core.start(app);
+      core.start(app, () => refundWorker.start());
       deps.refusals.start();
     },
-    // O7, V4: the refusals counted up to the last request are written before the database closes.
-    stop: () => core.stop(app, [["refused notifications", () => deps.refusals.stop()]]),
+    // O7, V4: the refusals counted up to the last request are written before the database closes;
+    // a refund call in flight is finished and recorded first (F3).
+    stop: () =>
+      core.stop(app, [
+        ["refused notifications", () => deps.refusals.stop()],
+        ["refund requests", () => refundRequests.stop()],
+        ["refund worker", () => refundWorker.stop()],
+      ]),
   };
 }
 

@@ -3,7 +3,7 @@ import type { TokenVerifier } from "@commerce/shared/platform/auth/token-verifie
 import type { Sql } from "@commerce/shared/platform/database";
 import type { Logger } from "@commerce/shared/platform/logger";
 import type { Metrics } from "@commerce/shared/platform/metrics";
-import type { ReadinessCheck } from "@commerce/shared/platform/operational-routes";
+import type { ReadinessCheck, ReadinessNote } from "@commerce/shared/platform/operational-routes";
 import type { DeadOutboxSource } from "@commerce/shared/platform/outbox/dead-outbox";
 import type { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import type { Tracer } from "@commerce/shared/platform/tracing";
@@ -36,6 +36,8 @@ export type PaymentsDeps = {
   readiness: ReadinessCheck[];
   /** X2: whether the migrations are applied; until then every route but the operational ones is 503. */
   migrated: () => boolean;
+  /** F7: what is degraded without making payments unready (a provider's open circuit). */
+  readinessNotes?: ReadinessNote[];
   /** N4: the scraper's bearer token for /metrics; unset, /metrics is open. */
   metricsToken?: string;
   /** Called after a transaction that wrote to the outbox commits, so the relay publishes now. */

@@ -19,6 +19,8 @@ export function messageTopology(prefix = "") {
       orderFailed: `${p}payments.order.failed`,
       /** L5: a dispute or chargeback of a payment, at one of its stages. */
       orderDisputed: `${p}payments.order.disputed`,
+      /** F2, F3: where a refund the shop asked for stands at its provider (`refundOutcome`). */
+      refundOutcome: `${p}payments.order.refund_outcome`,
     },
     orders: {
       stream: `${P}ORDERS`,
@@ -27,6 +29,8 @@ export function messageTopology(prefix = "") {
       event: (event: OrderEventName) => `${p}orders.${event}`,
     },
     paymentEventsConsumer: `${P}api-payment-events`.replaceAll("_", "-"),
+    /** F2: the payments service's durable consumer of `orders.refund_requested`. */
+    refundRequestsConsumer: `${P}payments-refund-requests`.replaceAll("_", "-"),
   };
 }
 
@@ -109,6 +113,10 @@ export const orderEventNames = [
   "refunded",
   "payment_failed",
   "disputed",
+  /** F2: an admin asked for a refund through the payment's provider. */
+  "refund_requested",
+  /** F3: the provider refused a refund the shop asked for. */
+  "refund_failed",
 ] as const;
 export type OrderEventName = (typeof orderEventNames)[number];
 
@@ -149,8 +157,52 @@ export const orderEvent = Type.Object({
   actor: Type.Optional(Type.String()),
   /** L5: `orders.disputed` only. */
   stage: Type.Optional(literals(disputeStages)),
+  /** F2–F4: the refund a `refund_requested`, `refund_failed` or `refunded` event is about. */
+  refund_id: Type.Optional(id),
+  /** F4: all the order's refunds the provider made, after this one (`orders.refunded`). */
+  refunded_amount: Type.Optional(amount),
+  /** F2: the payment a refund returns, and its provider. */
+  payment_ref: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  provider: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
 });
 export type OrderEvent = Static<typeof orderEvent>;
+
+/**
+ * F2: `orders.refund_requested`, what the payments service needs to ask the provider: M3's fields
+ * with `amount` the refund's (not the order's), the refund's id, and the payment it returns.
+ */
+export const refundRequestMessage = Type.Object({
+  ...orderEvent.properties,
+  refund_id: id,
+  amount: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  payment_ref: Type.String({ minLength: 1, maxLength: 255 }),
+  provider: Type.String({ minLength: 1, maxLength: 50 }),
+});
+export type RefundRequestMessage = Static<typeof refundRequestMessage>;
+
+/** F3: where a refund stands at its provider, as payments last learnt it. */
+export const refundStatuses = ["pending", "succeeded", "failed", "unknown"] as const;
+export type RefundOutcomeStatus = (typeof refundStatuses)[number];
+
+/**
+ * F2, F3: `payments.order.refund_outcome`, one per refund and status (message id
+ * `refund-<refund_id>-<status>`): `pending` (the provider took it; Adyen's `received`),
+ * `succeeded` or `failed` (the provider's word), `unknown` (no definite answer within
+ * REFUND_GIVE_UP_HOURS: a person looks).
+ */
+export const refundOutcomeMessage = Type.Object({
+  refund_id: id,
+  order_id: id,
+  status: literals(refundStatuses),
+  amount,
+  currency,
+  provider: Type.String({ minLength: 1, maxLength: 50 }),
+  payment_ref: Type.String({ minLength: 1, maxLength: 255 }),
+  provider_refund_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  failure_reason: Type.Optional(Type.String({ maxLength: 1000 })),
+  at: timestamp,
+});
+export type RefundOutcomeMessage = Static<typeof refundOutcomeMessage>;
 
 /** A compiled check of one message schema: the payload typed, or undefined (a poison message). */
 function messageParser<T extends TSchema>(schema: T) {
@@ -161,6 +213,8 @@ function messageParser<T extends TSchema>(schema: T) {
 export const parsePaymentMessage = messageParser(paymentMessage);
 export const parseDisputeMessage = messageParser(disputeMessage);
 export const parseOrderEvent = messageParser(orderEvent);
+export const parseRefundRequest = messageParser(refundRequestMessage);
+export const parseRefundOutcome = messageParser(refundOutcomeMessage);
 
 /**
  * The stream each service declares and keeps up to date (N1): the payments service `PAYMENTS`,

@@ -7,6 +7,12 @@ import { problems } from "./openapi";
 export type ReadinessCheck = { name: string; check: () => Promise<boolean> | boolean };
 
 /**
+ * F7: something degraded that does not make the service unready (a provider's open circuit):
+ * named in `/ready`'s `degraded` while `note` answers text.
+ */
+export type ReadinessNote = { name: string; note: () => string | undefined };
+
+/**
  * N4: whether `authorization` is `Bearer <token>`, compared in constant time (a digest of each
  * side, so neither the comparison nor an early length check tells how much of a guess matched).
  */
@@ -23,10 +29,12 @@ export function scraperAllowed(token: string | undefined, authorization: string 
 export function operationalRoutes({
   metrics,
   checks,
+  notes = [],
   metricsToken,
 }: {
   metrics: Metrics;
   checks: ReadinessCheck[];
+  notes?: ReadinessNote[];
   metricsToken?: string;
 }) {
   return new Elysia({ name: "operational-routes", detail: { tags: ["Operations"] } })
@@ -48,11 +56,30 @@ export function operationalRoutes({
         );
         const down = results.filter((r) => !r.up).map((r) => r.name);
         if (down.length) throw new UnavailableError(`Not ready: ${down.join(", ")} unavailable`);
-        return { status: "ready" as const };
+        const degraded = Object.fromEntries(
+          notes.flatMap(({ name, note }) => {
+            const text = note();
+            return text === undefined ? [] : [[name, text]];
+          }),
+        );
+        return Object.keys(degraded).length
+          ? { status: "ready" as const, degraded }
+          : { status: "ready" as const };
       },
       {
         // D5: the 503 is documented, with the Problem naming what is down.
-        response: { 200: t.Object({ status: t.Literal("ready") }), ...problems(503) },
+        response: {
+          200: t.Object({
+            status: t.Literal("ready"),
+            degraded: t.Optional(
+              t.Record(t.String(), t.String(), {
+                description:
+                  "Present when something is degraded without making the service unready, e.g. a payment provider's open circuit",
+              }),
+            ),
+          }),
+          ...problems(503),
+        },
         detail: {
           operationId: "getReadiness",
           summary: "Readiness: 200 when the database and NATS are reachable, else 503",

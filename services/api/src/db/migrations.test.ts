@@ -118,7 +118,7 @@ describe("api migrations", () => {
         returning id)
       select id from placed`;
     expect(await listCountMismatches(sql)).toEqual([]);
-    await sql`truncate api.order_items, api.order_events, api.orders`;
+    await sql`truncate api.order_items, api.order_events, api.refunds, api.orders`;
     expect(await listCountMismatches(sql)).toEqual([]);
   });
 

@@ -56,6 +56,8 @@ export const orders = api.table(
     paidAt: timestamp("paid_at", { withTimezone: true }),
     cancelledAt: timestamp("cancelled_at", { withTimezone: true }),
     refundedAt: timestamp("refunded_at", { withTimezone: true }),
+    /** F4: what the provider gave back of it, through refunds the shop asked for. */
+    refundedAmount: bigint("refunded_amount", { mode: "number" }).notNull().default(0),
     cancelReason: text("cancel_reason", { enum: cancelReasons }),
   },
   (table) => [
@@ -172,6 +174,8 @@ export const reviewReasons = [
   "refund_not_applicable",
   /** L5: a dispute or chargeback opened, or lost: money left, or may leave, after payment. */
   "dispute",
+  /** F3: a refund the shop asked for got no definite answer within REFUND_GIVE_UP_HOURS. */
+  "refund_unknown",
 ] as const;
 export type ReviewReason = (typeof reviewReasons)[number];
 
@@ -346,3 +350,49 @@ export const consoleSignInCodes = api.table("console_sign_in_codes", {
   expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
 });
+
+export const refundStatuses = ["requested", "pending", "succeeded", "failed"] as const;
+export type RefundStatus = (typeof refundStatuses)[number];
+export const refundReasons = ["requested_by_customer", "duplicate", "fraudulent", "other"] as const;
+
+/**
+ * F1–F4: a refund an admin asked for through the payment's provider. Written with its
+ * `orders.refund_requested` in one transaction, the order row locked, so the refunds of an order
+ * never ask for more than it was paid; its status moves forward only (requested, pending, then
+ * succeeded or failed) as the payments service reports the provider's answers.
+ */
+export const refunds = api.table(
+  "refunds",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    orderId: bigint("order_id", { mode: "number" })
+      .notNull()
+      .references(() => orders.id),
+    amount: bigint("amount", { mode: "number" }).notNull(),
+    currency: text("currency").notNull(),
+    status: text("status", { enum: refundStatuses }).notNull().default("requested"),
+    /** G5: the provider and its id of the payment the refund returns. */
+    provider: text("provider").notNull(),
+    paymentRef: text("payment_ref").notNull(),
+    /** The provider's id of the refund (Stripe `re_...`, Adyen's pspReference), once known. */
+    providerRefundId: text("provider_refund_id"),
+    reason: text("reason", { enum: refundReasons }),
+    /** F3: the provider's words for a refusal. */
+    failureReason: text("failure_reason"),
+    /** V5: who asked and why. */
+    note: text("note").notNull(),
+    actor: text("actor").notNull(),
+    requestedAt: timestamp("requested_at", { withTimezone: true }).notNull().defaultNow(),
+    settledAt: timestamp("settled_at", { withTimezone: true }),
+  },
+  (table) => [
+    index("refunds_order_id_idx").on(table.orderId, table.id),
+    // F3: Adyen's REFUND notification names the refund by its own pspReference.
+    index("refunds_provider_refund_id_idx").on(table.provider, table.providerRefundId),
+    check("refunds_amount_check", sql`${table.amount} > 0`),
+    check(
+      "refunds_status_check",
+      sql`${table.status} in ('requested', 'pending', 'succeeded', 'failed')`,
+    ),
+  ],
+);

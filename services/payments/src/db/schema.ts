@@ -2,7 +2,17 @@ import type { DisputeStage } from "@commerce/shared/contract/messages";
 import { auditLogTable } from "@commerce/shared/platform/audit-log";
 import { outboxTable } from "@commerce/shared/platform/outbox/table";
 import { sql } from "drizzle-orm";
-import { bigint, index, jsonb, pgSchema, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import {
+  bigint,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgSchema,
+  primaryKey,
+  text,
+  timestamp,
+} from "drizzle-orm/pg-core";
 
 export const payments = pgSchema("payments");
 
@@ -84,3 +94,51 @@ export const refusedNotifications = payments.table(
 export const auditLog = auditLogTable(payments, (table) => [
   index("audit_log_at_idx").on(table.at, table.id),
 ]);
+
+export const refundStates = ["requested", "pending", "succeeded", "failed", "unknown"] as const;
+export type RefundState = (typeof refundStates)[number];
+
+/**
+ * F2, F3: each refund the api asked for (`orders.refund_requested`), once by its id, and where it
+ * stands at the provider. The refund worker claims due rows under a lease (`leased_until`), so
+ * replicas share them and a payments service killed mid-call leaves a lease that expires; every
+ * attempt uses the key `refund-<refund_id>`. `unknown`: no definite answer within
+ * REFUND_GIVE_UP_HOURS, and nothing is tried again.
+ */
+export const refunds = payments.table(
+  "refunds",
+  {
+    refundId: bigint("refund_id", { mode: "number" }).primaryKey(),
+    orderId: bigint("order_id", { mode: "number" }).notNull(),
+    provider: text("provider").notNull(),
+    paymentRef: text("payment_ref").notNull(),
+    amount: bigint("amount", { mode: "number" }).notNull(),
+    currency: text("currency").notNull(),
+    reason: text("reason"),
+    status: text("status", { enum: refundStates }).notNull().default("requested"),
+    providerRefundId: text("provider_refund_id"),
+    failureReason: text("failure_reason"),
+    /** Calls made to the provider for it (the back-off's position). */
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
+    leasedUntil: timestamp("leased_until", { withTimezone: true }),
+    receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
+    settledAt: timestamp("settled_at", { withTimezone: true }),
+    /**
+     * The subject the request came on: a worker takes only its own topology's refunds (stacks
+     * with their own NATS_PREFIX share a database in tests).
+     */
+    requestSubject: text("request_subject").notNull(),
+  },
+  (table) => [
+    // F3: the worker reads the due refunds in this order, from the few not yet settled.
+    index("refunds_due_idx")
+      .on(table.nextAttemptAt)
+      .where(sql`${table.status} in ('requested', 'pending')`),
+    check(
+      "refunds_status_check",
+      sql`${table.status} in ('requested', 'pending', 'succeeded', 'failed', 'unknown')`,
+    ),
+  ],
+);

@@ -12,7 +12,7 @@ const movesFrom: Record<string, Move[]> = {
   ],
   paid: [
     {
-      label: "Refund",
+      label: "Record a refund made elsewhere",
       status: "refunded",
       // V6: the move records a refund made elsewhere; no money goes back through it.
       says: "is recorded as refunded. No money is sent back: this records a refund you made with the payment provider",

@@ -5,6 +5,7 @@ import { empty, link, reportingIn, table } from "../ui";
 import { deliveriesOfOrder } from "./deliveries-of-order";
 import { notificationCard } from "./notifications";
 import { orderMoves } from "./order-moves";
+import { refundsOfOrder } from "./refunds-of-order";
 import { refusalsOfOrder } from "./refusals";
 import { openReviewsOf, timelineList } from "./timeline";
 
@@ -55,6 +56,14 @@ export async function orderView(orderId: number) {
       order.cancelled_at ? fact("Cancelled", time(order.cancelled_at)) : null,
       order.cancel_reason ? fact("Cancel reason", order.cancel_reason) : null,
       order.refunded_at ? fact("Refunded", time(order.refunded_at)) : null,
+      order.refunded_amount
+        ? fact("Given back", money(order.refunded_amount, order.currency))
+        : null,
+    ),
+    section(
+      "refunds",
+      "Refunds",
+      loading((place) => refundsOfOrder(place, order, providerOf(timeline.items))),
     ),
     orderMoves(order, openReviews),
     section(
@@ -98,6 +107,12 @@ export async function orderView(orderId: number) {
     ),
   ];
 }
+
+/** G5: the provider of the payment that paid the order, from its latest `paid` entry. */
+const providerOf = (items: { type: string; detail: Record<string, unknown> }[]) => {
+  const paid = items.findLast((item) => item.type === "paid");
+  return typeof paid?.detail.provider === "string" ? paid.detail.provider : undefined;
+};
 
 const fact = (name: string, value: Node | string) => [h("dt", {}, name), h("dd", {}, value)];
 

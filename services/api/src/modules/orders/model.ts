@@ -32,6 +32,10 @@ export const order = t.Object({
   paid_at: timestamp("When it was paid"),
   cancelled_at: timestamp("When it was cancelled"),
   refunded_at: timestamp("When it was refunded"),
+  refunded_amount: integer({
+    description:
+      "What the provider gave back through refunds the shop asked for; the order is refunded when it reaches amount",
+  }),
   cancel_reason: t.Nullable(
     t.Union([t.Literal("customer"), t.Literal("admin"), t.Literal("expired")]),
   ),
@@ -133,6 +137,8 @@ export const timeline = t.Object({
         "dispute_opened",
         "dispute_won",
         "dispute_lost",
+        "refund_requested",
+        "refund_failed",
         "review_opened",
         "review_resolved",
       ]),
@@ -169,6 +175,7 @@ const orderExample = {
   paid_at: null,
   cancelled_at: null,
   refunded_at: null,
+  refunded_amount: 0,
   cancel_reason: null,
   product_id: 42,
   qty: 2,

@@ -24,6 +24,8 @@ export type RawOrderRow = {
   paid_at: string | Date | null;
   cancelled_at: string | Date | null;
   refunded_at: string | Date | null;
+  /** Absent from a row written before F4's column, read as 0. */
+  refunded_amount?: string | number;
   cancel_reason: OrderRow["cancelReason"];
 };
 
@@ -41,6 +43,7 @@ export const orderRowOf = (raw: RawOrderRow): OrderRow => ({
   paidAt: dateOf(raw.paid_at),
   cancelledAt: dateOf(raw.cancelled_at),
   refundedAt: dateOf(raw.refunded_at),
+  refundedAmount: Number(raw.refunded_amount ?? 0),
   cancelReason: raw.cancel_reason,
 });
 
@@ -63,6 +66,7 @@ export function toOrder(row: OrderRow, items: ItemRow[]): Order {
     paid_at: iso(row.paidAt),
     cancelled_at: iso(row.cancelledAt),
     refunded_at: iso(row.refundedAt),
+    refunded_amount: row.refundedAmount,
     cancel_reason: row.cancelReason,
   };
   if (items.length === 1) {

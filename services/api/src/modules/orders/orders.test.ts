@@ -39,6 +39,7 @@ describe("orders", () => {
       paid_at: null,
       cancelled_at: null,
       refunded_at: null,
+      refunded_amount: 0,
       cancel_reason: null,
     });
     // ORDER_TTL_SECONDS defaults to 1800.

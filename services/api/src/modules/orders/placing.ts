@@ -182,6 +182,7 @@ export async function placeOrderNow(
     paidAt: null,
     cancelledAt: null,
     refundedAt: null,
+    refundedAmount: 0,
     cancelReason: null,
   };
   return { order: toOrder(row, placement.items as ItemRow[]), tracked: placement.tracked === true };

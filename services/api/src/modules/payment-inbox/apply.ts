@@ -11,6 +11,7 @@ import {
 import { type OrderRow, orderRow } from "../orders/order-rows";
 import { announcePaymentFailed, recordOnTimeline } from "../orders/state/order-events";
 import { transition } from "../orders/state/transition";
+import { confirmsShopRefund } from "./refund-outcome";
 
 /** The payment event a message reports, from its subject (M1). */
 export type PaymentKind = "succeeded" | "refunded" | "failed";
@@ -31,6 +32,7 @@ export type PaymentOutcome =
   | "payment_failed"
   | "duplicate"
   | "same_payment"
+  | "refund_confirmed"
   | ReviewReason;
 
 /**
@@ -197,6 +199,19 @@ export async function applyPaymentMessage(
     // processed-notification row): nothing to do, and certainly not a second charge.
     const told = paymentRefOf(message);
     const provider = providerOf(message);
+    // F3: the provider telling of a refund the shop asked for confirms it; it is no other refund.
+    if (
+      kind === "refunded" &&
+      order &&
+      refundNamesPayment(message) &&
+      (await confirmsShopRefund(tx, topology, { ...message, provider, payment_ref: told }, trace))
+    ) {
+      await tx
+        .update(processedNotifications)
+        .set({ outcome: "refund_confirmed" })
+        .where(eq(processedNotifications.notificationId, message.notification_id));
+      return "refund_confirmed";
+    }
     // A provider's refund names the payment it returns; the seed's format names none (its
     // reference is the refund notification's own id), so only a provider's refund is compared.
     const namesPayment =

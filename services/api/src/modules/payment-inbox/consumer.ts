@@ -15,6 +15,7 @@ import { AtMost, OneAtATimePerKey } from "../../lib/concurrency";
 import { applyPaymentMessage, type PaymentOutcome, paymentRefOf } from "./apply";
 import { PaymentBatcher } from "./batcher";
 import { handleDispute } from "./dispute-consumer";
+import { handleRefundOutcome } from "./refund-outcome-consumer";
 import { dropMalformed, redeliverLater } from "./settle";
 import { kindOf } from "./subscription";
 
@@ -161,13 +162,14 @@ export class PaymentConsumer {
       payload = undefined;
     }
     const kind = kindOf(message.subject, topology);
-    if (kind === "disputed")
-      return handleDispute(
-        { ...this.deps, applied: this.applied, perOrder: this.perOrder, general: this.generalPath },
-        message,
-        payload,
-        span,
-      );
+    const context = {
+      ...this.deps,
+      applied: this.applied,
+      perOrder: this.perOrder,
+      general: this.generalPath,
+    };
+    if (kind === "disputed") return handleDispute(context, message, payload, span);
+    if (kind === "refund_outcome") return handleRefundOutcome(context, message, payload, span);
     const payment = parsePaymentMessage(payload);
     if (!payment || !kind)
       return dropMalformed({ logger, applied: this.applied }, message, span, trace);
@@ -208,7 +210,12 @@ export class PaymentConsumer {
       if (span.recording) span.set({ "payment.outcome": outcome });
       message.ack();
       this.applied.inc({ outcome });
-      if (outcome === "paid" || outcome === "refunded" || outcome === "payment_failed") {
+      if (
+        outcome === "paid" ||
+        outcome === "refunded" ||
+        outcome === "payment_failed" ||
+        outcome === "refund_confirmed"
+      ) {
         outboxWritten();
         logger.info("payment message applied", { ...fields, outcome });
       } else if (outcome === "duplicate")

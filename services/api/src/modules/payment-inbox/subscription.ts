@@ -37,16 +37,17 @@ async function waitForStream(jsm: JetStreamManager, stream: string, waitMs = 20_
   }
 }
 
-/** The payment event a subject carries (M1, L5); undefined for a subject this api does not know. */
+/** The payment event a subject carries (M1, L5, F3); undefined for a subject this api does not know. */
 export function kindOf(
   subject: string,
   topology: MessageTopology,
-): PaymentKind | "disputed" | undefined {
-  const { orderPaid, orderRefunded, orderFailed, orderDisputed } = topology.payments;
-  return new Map<string, PaymentKind | "disputed">([
+): PaymentKind | "disputed" | "refund_outcome" | undefined {
+  const { orderPaid, orderRefunded, orderFailed, orderDisputed, refundOutcome } = topology.payments;
+  return new Map<string, PaymentKind | "disputed" | "refund_outcome">([
     [orderPaid, "succeeded"],
     [orderRefunded, "refunded"],
     [orderFailed, "failed"],
     [orderDisputed, "disputed"],
+    [refundOutcome, "refund_outcome"],
   ]).get(subject);
 }

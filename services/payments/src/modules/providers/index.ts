@@ -1,14 +1,27 @@
 import { Var } from "@commerce/shared/platform/env";
 import type { Static, TObject } from "@sinclair/typebox";
 import { type AdyenSettings, adyen } from "./adyen";
+import {
+  type AdyenApiSettings,
+  adyenApiSettings,
+  adyenApiVariables,
+  adyenRefunds,
+} from "./adyen/refunds";
 import { generic } from "./generic";
 import {
   type PaymentMode,
   type PaymentProvider,
   paymentModes,
+  type RefundClient,
   type WebhookSettings,
 } from "./provider";
 import { type StripeSettings, stripe } from "./stripe";
+import {
+  type StripeApiSettings,
+  stripeApiSettings,
+  stripeApiVariables,
+  stripeRefunds,
+} from "./stripe/refunds";
 
 /** G1: the providers one configures; each is off (its route 404) until its secrets are set. */
 export type ProviderSettings = {
@@ -16,6 +29,8 @@ export type ProviderSettings = {
   mode?: PaymentMode;
   stripe?: StripeSettings;
   adyen?: AdyenSettings;
+  /** F2: the providers' APIs the shop refunds through; a provider without its key makes none. */
+  api?: { stripe?: StripeApiSettings; adyen?: AdyenApiSettings };
 };
 
 /** The variables of the optional providers, part of the payments service's schema. */
@@ -26,7 +41,9 @@ export const providerVariables = {
       "G4: live or test: a Stripe event or an Adyen batch of the other mode is stored without a message",
   }),
   ...stripe.variables,
+  ...stripeApiVariables,
   ...adyen.variables,
+  ...adyenApiVariables,
 };
 
 /** Each optional provider's settings from the parsed variables (a one-line ConfigError when wrong). */
@@ -36,7 +53,28 @@ export const providerSettings = (
   mode: vars.PAYMENT_MODE,
   stripe: stripe.settingsFrom(vars),
   adyen: adyen.settingsFrom(vars),
+  api: {
+    stripe: stripeApiSettings(vars, vars.PAYMENT_MODE),
+    adyen: adyenApiSettings(vars, adyen.settingsFrom(vars)?.merchantAccounts, vars.PAYMENT_MODE),
+  },
 });
+
+/** F2, F7: a client of each provider API that has its key, each call bounded by `timeoutMs`. */
+export function refundClientsOf(
+  settings: ProviderSettings,
+  timeoutMs: number,
+): Map<string, RefundClient> {
+  const clients = new Map<string, RefundClient>();
+  if (settings.api?.stripe) clients.set("stripe", stripeRefunds(settings.api.stripe, timeoutMs));
+  if (settings.api?.adyen) clients.set("adyen", adyenRefunds(settings.api.adyen, timeoutMs));
+  return clients;
+}
+
+/** F1: the variable that turns a provider's refunds on, for a refund it cannot make. */
+export const refundKeyOf: Record<string, string> = {
+  stripe: "STRIPE_API_KEY",
+  adyen: "ADYEN_API_KEY",
+};
 
 /** The providers this service answers for: generic always, the others when configured. */
 export function providersOf(

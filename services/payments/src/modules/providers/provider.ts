@@ -185,3 +185,45 @@ export type ProviderPlugin<Settings, Variables extends TProperties> = {
   settingsFrom(vars: Static<TObject<Variables>>): Settings | undefined;
   create(settings: Settings, context: ProviderContext): PaymentProvider;
 };
+
+/** F2: what the shop asks a provider to give back: a refund of one payment, by its id here. */
+export type RefundAsk = {
+  refundId: number;
+  orderId: number;
+  /** The provider's id of the payment (Stripe's PaymentIntent, Adyen's pspReference). */
+  paymentRef: string;
+  amount: number;
+  currency: string;
+  reason?: string;
+};
+
+/**
+ * F3: what a provider said of a refund. `pending` and `succeeded` carry the provider's refund id;
+ * `failed` is a definite refusal (a 4xx that is not 409/429) with the provider's reason;
+ * `unknown` is no definite answer (a timeout, a reset connection, a 5xx, 409, 429): the refund
+ * may or may not have been made, so it is asked again with the same key.
+ */
+export type RefundAnswer = { requestId?: string } & (
+  | { outcome: "pending" | "succeeded"; providerRefundId: string }
+  | { outcome: "failed"; reason: string; providerRefundId?: string }
+  | { outcome: "unknown"; reason: string }
+);
+
+/** F2, F7: the key of every attempt of one refund, so a provider makes at most one refund of it. */
+export const refundIdempotencyKey = (refundId: number) => `refund-${refundId}`;
+
+/**
+ * F2: a provider's API as the refund worker uses it (section 19): ask for a refund (never throws
+ * for what the provider or the network did; that is the answer), and, where the provider can be
+ * asked, where a refund it took stands now.
+ */
+export type RefundClient = {
+  provider: PaymentProviderName;
+  refund(ask: RefundAsk): Promise<RefundAnswer>;
+  /** Stripe: the refund's status now; undefined where only a notification tells (Adyen). */
+  check?(providerRefundId: string): Promise<RefundAnswer>;
+};
+
+/** F7: the status codes that say nothing definite of a request's outcome (F3). */
+export const outcomeUnknown = (status: number | undefined) =>
+  status === undefined || status >= 500 || status === 409 || status === 429 || status < 400;

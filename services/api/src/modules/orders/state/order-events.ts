@@ -31,6 +31,8 @@ export type Cause = {
   actor?: string;
   /** V5: why an admin made the move; in the timeline entry's detail (not on the event). */
   note?: string;
+  /** F2–F4: the refund the shop asked for that this event is about, and its amount. */
+  refund?: { id: number; amount: number };
 };
 
 /** The `traceparent` header text of a cause: the relay publishes it with the message (O8). */
@@ -45,7 +47,12 @@ const atColumn: Record<OrderEventName, string> = {
   refunded: "refunded_at",
   payment_failed: "failed_at",
   disputed: "disputed_at",
+  refund_requested: "event_at",
+  refund_failed: "event_at",
 };
+
+/** F2–F4: the events about a refund the shop asked for, which carry its id and amount. */
+const refundEvents: OrderEventName[] = ["refund_requested", "refund_failed", "refunded"];
 
 /**
  * The one place an `orders.*` message (M3) and its timeline entry (T1) are spelled: two CTEs,
@@ -54,7 +61,7 @@ const atColumn: Record<OrderEventName, string> = {
  * (so the transaction) of the move they announce (R5), and a third, `order_deliveries`, its
  * webhook deliveries to every endpoint subscribed to it (H2). `rows` has the columns of `api.orders`;
  * the cause is `"per row"` (columns `source`, `reason`, `notification_id`, `traceparent`,
- * `payment_ref`, `actor`, `note` of `rows`) or one cause for every row. Placing an order, a move of
+ * `payment_ref`, `actor`, `note`, `refund_id`, `refund_amount` of `rows`) or one cause for every row. Placing an order, a move of
  * one order, a batch of moves and a payment failure all write through it, so what "paid" writes
  * is changed here, once. M3: the payload carries the order's `customer_id` and `items`, read by
  * primary key from `items` (`api.order_items`, or the CTE of the same statement that wrote them).
@@ -81,17 +88,43 @@ export function orderEventWrites(
   const timelineType = event === "disputed" ? sql`'dispute_' || ${stage}` : sql`${event}::text`;
   const actor = perRow ? sql`r.actor` : sql`${cause.actor ?? null}::text`;
   const note = perRow ? sql`r.note` : sql`${cause.note ?? null}::text`;
+  const aboutRefund = refundEvents.includes(event);
+  const refundId = !aboutRefund
+    ? sql`null::bigint`
+    : perRow
+      ? sql`r.refund_id`
+      : sql`${cause.refund?.id ?? null}::bigint`;
+  const refundAmount = !aboutRefund
+    ? sql`null::bigint`
+    : perRow
+      ? sql`r.refund_amount`
+      : sql`${cause.refund?.amount ?? null}::bigint`;
+  // F4: what the provider gave back so far, on the events about refunds.
+  const refundedAmount = aboutRefund
+    ? sql`case when ${refundId} is not null then r.refunded_amount end`
+    : sql`null::bigint`;
   const at = isoTimestamp(sql, `r.${atColumn[event]}`);
   // JetStream de-duplicates on it; a payment may fail, and be disputed, more than once, so those
-  // are per notification.
+  // are per notification; an order may have many refunds, so theirs are per refund (the move to
+  // `refunded` a refund completes names it too).
   const perNotification = event === "payment_failed" || event === "disputed";
-  const messageId = sql`${`order-${event}-`}::text || ${perNotification ? notificationId : sql`r.id`}`;
+  const messageKey = perNotification
+    ? notificationId
+    : event === "refunded"
+      ? sql`r.id || coalesce('-refund-' || ${refundId}, '')`
+      : aboutRefund
+        ? refundId
+        : sql`r.id`;
+  const messageId = sql`${`order-${event}-`}::text || ${messageKey}`;
   return sql`
     order_message as (
       insert into api.outbox (subject, message_id, payload, headers)
       select ${topology.orders.event(event)}::text, ${messageId},
         pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('order_id', r.id, 'status', r.status,
-          'amount', r.amount, 'currency', r.currency, 'at', ${at}, 'source', ${source},
+          'amount', coalesce(${refundAmount}, r.amount), 'currency', r.currency,
+          'refund_id', ${refundId}, 'refunded_amount', ${refundedAmount},
+          'payment_ref', ${aboutRefund ? paymentRef : sql`null::text`},
+          'provider', ${aboutRefund ? provider : sql`null::text`}, 'at', ${at}, 'source', ${source},
           'reason', ${reason}, 'notification_id', ${notificationId},
           'paid_at', ${event === "paid" ? at : sql`null::text`}, 'actor', ${actor}, 'stage', ${stage},
           'customer_id', r.customer_id,
@@ -109,7 +142,8 @@ export function orderEventWrites(
       insert into api.order_events (order_id, type, source, notification_id, actor, detail)
       select r.id, ${timelineType}, ${source}, ${notificationId}, ${actor},
         pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef},
-          'provider', ${provider}, 'stage', ${stage}, 'note', ${note}))
+          'provider', ${provider}, 'stage', ${stage}, 'note', ${note}, 'refund_id', ${refundId},
+          'amount', ${refundAmount}, 'refunded_amount', ${refundedAmount}))
       from ${sql(rows)} r
     )`;
 }

@@ -41,6 +41,7 @@ type MoveInput = {
   provider?: string;
   actor?: string;
   note?: string;
+  refund?: { id: number; amount: number };
   expect?: { amount: number; currency: string };
 };
 
@@ -71,9 +72,11 @@ function moveStatement(
         ${column((i) => i.paymentRef ?? null)}::text[],
         ${column((i) => i.provider ?? null)}::text[],
         ${column((i) => i.actor ?? null)}::text[],
-        ${column((i) => i.note ?? null)}::text[]
+        ${column((i) => i.note ?? null)}::text[],
+        ${column((i) => i.refund?.id ?? null)}::bigint[],
+        ${column((i) => i.refund?.amount ?? null)}::bigint[]
       ) as i(order_id, reason, notification_id, traceparent, amount, currency, payment_ref,
-        provider, actor, note)
+        provider, actor, note, refund_id, refund_amount)
     ), movable as (
       select o.id as order_id, i.notification_id
       from api.orders o join input i on i.order_id = o.id
@@ -90,7 +93,7 @@ function moveStatement(
       from claimed c join input i on i.order_id = c.order_id
       where o.id = c.order_id
       returning o.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
-        i.payment_ref, i.provider, i.actor, i.note
+        i.payment_ref, i.provider, i.actor, i.note, i.refund_id, i.refund_amount
     ), ${orderEventWrites(sql, topology, move.to, "moved", "per row")}
     select * from moved`;
 }
