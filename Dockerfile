@@ -24,6 +24,8 @@ RUN if [ "$TARGETARCH" = "arm64" ]; then export BUN_BUILD_TARGET=bun-linux-arm64
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime
 WORKDIR /app
 USER nonroot:nonroot
+# E5: production mode (the binary already is: scripts/build.ts); said here too for what reads it.
+ENV NODE_ENV=production
 ENTRYPOINT ["/app/service"]
 # `--healthcheck` asks the running service's own GET /ready on $PORT: 503 until the database and
 # NATS are up.

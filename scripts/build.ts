@@ -42,6 +42,8 @@ for (const service of services) {
     // E4: Bun's header limit raised so the service answers 431 itself (request-limits.ts).
     compile: { target, outfile, execArgv: bunServiceFlags },
     minify: { whitespace: true, syntax: true },
+    // E5: production mode whatever the environment (shared/src/platform/production-mode.ts).
+    define: { "process.env.NODE_ENV": JSON.stringify("production") },
     plugins: service === "api" ? [await embeddedConsole()] : [],
   });
   for (const message of build.logs) console.error(message);

@@ -1,5 +1,5 @@
 /**
- * `npm run secrets` (CONTRACT section 1): writes a `.env` that `docker compose up` accepts as it
+ * `npm run secrets` (CONTRACT section 1): writes a `.env` that `docker-compose up` accepts as it
  * is, every secret and password freshly generated:
  *   npm run secrets -- [--issuer https://id.shop.example] [--audience shop]
  *                      [--api-url https://api.shop.example] [--payments-url https://payments.shop.example]
@@ -80,7 +80,7 @@ if (unknown.length > 0)
 
 const lines = [
   `# Written by npm run secrets on ${new Date().toISOString()}. Keep it secret; it is git-ignored.`,
-  "# docker compose reads it; each container gets only its own settings (docker-compose.yml).",
+  "# docker-compose reads it; each container gets only its own settings (docker-compose.yml).",
   ...Object.entries(generated).map(([name, value]) => `${name}=${value}`),
   ...Object.entries(urls).map(([name, value]) => `${name}=${value}`),
   "# For npm run token only (the private key's file; no container gets it, N6):",
@@ -105,5 +105,5 @@ function create(path: string, text: string, mode: number) {
 
 create(keyPath, privatePem, 0o600);
 create(envPath, lines.join("\n"), 0o600);
-console.log(`Wrote ${envPath} and ${keyPath} (mode 0600). Next: docker compose up --build`);
+console.log(`Wrote ${envPath} and ${keyPath} (mode 0600). Next: docker-compose up --build`);
 console.log("An admin token: npm run -s token -- --sub ops --admin --ttl 30m");

@@ -4,7 +4,13 @@
  * secret. No default is stated here: defaults live in the schemas alone.
  */
 
-export type ComposeVariable = { name: string; description: string; make?: string };
+export type ComposeVariable = {
+  name: string;
+  description: string;
+  make?: string;
+  /** Left out of .env.example's "to fill in" lines: empty keeps docker-compose.yml's default. */
+  optional?: true;
+};
 
 /** Read by docker-compose.yml (and the postgres and nats containers it starts), not by a service. */
 export const composeOnly: ComposeVariable[] = [
@@ -37,6 +43,13 @@ export const composeOnly: ComposeVariable[] = [
     name: "NATS_PAYMENTS_PASSWORD",
     description: "N1: NATS password of the payments user",
     make: "openssl rand -hex 16",
+  },
+  {
+    name: "PUBLISH_ADDRESS",
+    description:
+      "the host address the api's and payments' ports are published on; empty publishes them on " +
+      "every interface, 127.0.0.1 keeps them for a TLS proxy on the same machine (docs/deployment.md)",
+    optional: true,
   },
 ];
 

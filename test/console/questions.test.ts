@@ -137,6 +137,49 @@ describe("U7 Did the warehouse hear of order N?", () => {
   });
 });
 
+describe("U7 Retry on a delivery that succeeded", () => {
+  test("U7, H4 Retry on a succeeded delivery asks first; Back sends nothing; Send again delivers the event a second time", async () => {
+    const mail = await receiver();
+    const name = `Receipts ${unique("r")}`;
+    await endpointFor(mail, name);
+    const order = await con.stack.newOrder(1300);
+    await con.stack.notify(succeeded(order));
+    await con.stack.paid(order.order_id);
+    const delivered = () => mail.forOrder(order.order_id).length;
+    await eventually(
+      async () => (delivered() >= 2 ? true : undefined),
+      20_000,
+      "orders.created and orders.paid delivered",
+    );
+    const before = delivered();
+
+    const page = await con.signedIn();
+    await page.goto(`${con.stack.api.url}/console/orders/${order.order_id}`);
+    const deliveries = await section(page, "Webhook deliveries");
+    const table = await (await byRole(page, "link", name, { within: deliveries })).evaluateHandle(
+      (a) => a.closest("section") as any,
+    );
+    const row = (await (table as ElementHandle).evaluateHandle(
+      (s) => (s as any).querySelector("tbody tr") as any,
+    )) as ElementHandle;
+    expect(await row.evaluate((e) => (e as any).innerText)).toContain("succeeded");
+
+    await click(page, "button", "Retry", row);
+    await sees(page, "Delivered already: the receiver gets this event a second time.");
+    await con.accessible(page);
+    await click(page, "button", "Back", row);
+    await byRole(page, "button", "Retry", { within: row });
+    await Bun.sleep(500);
+    expect(delivered()).toBe(before);
+
+    await click(page, "button", "Retry", row);
+    await click(page, "button", "Send again", row);
+    await sees(page, "Delivered: the receiver answered 200");
+    expect(delivered()).toBe(before + 1);
+    await page.close();
+  });
+});
+
 describe("U7 What is failing now?", () => {
   test("U7 a receiver that fails counts on the health line, which refreshes by itself and links to the list", async () => {
     const page = await con.signedIn();
@@ -468,7 +511,18 @@ describe("U7, U5 the new views at both widths", () => {
     await con.everyWidth(`/console/orders/${cancelled.order_id}`, "order-note", (page) =>
       sees(page, "ticket 4411"),
     );
-    await con.everyWidth("/console/audit", "audit", (page) => heading(page, "Audit log"));
+    // An audit entry whose detail is one long word (a JSON list), as an endpoint change writes it.
+    const changed = await con.stack.callApi(
+      "PATCH",
+      `/api/webhook-endpoints/${id}`,
+      con.stack.admin,
+      {
+        events: ["orders.paid", "orders.cancelled", "orders.refunded"],
+        note: "Subscribed to the refunds as well (ticket 5120)",
+      },
+    );
+    expect(changed.status).toBe(200);
+    await con.everyWidth("/console/audit", "audit", (page) => sees(page, "ticket 5120"));
     await con.everyWidth(`/console/webhooks/${id}`, "endpoint-recovery", (page) =>
       byRole(page, "button", "Replay missing"),
     );

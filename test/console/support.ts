@@ -15,6 +15,30 @@ import { startStack } from "../harness/processes";
  * Both services as processes, linked for the console (U1), and a headless Chromium that records
  * every request it makes. Each test file of the console starts one.
  */
+/**
+ * When the page is wider than its window (it scrolls sideways): the innermost elements that
+ * reach past the right edge (at most 10), each as its tag, class and the start of its text.
+ */
+export function overflowing(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const document = (globalThis as any).document;
+    const width = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth <= width) return [];
+    const wide = [...document.querySelectorAll("body *")].filter(
+      (element: any) => element.getBoundingClientRect().right > width + 1,
+    );
+    return wide
+      .filter(
+        (element: any) => !wide.some((other: any) => other !== element && element.contains(other)),
+      )
+      .slice(0, 10)
+      .map(
+        (element: any) =>
+          `${element.tagName.toLowerCase()}.${element.className} ${(element.textContent ?? "").slice(0, 40)}`,
+      );
+  });
+}
+
 export async function openConsole({
   env = {} as Record<string, string>,
   /** A database of its own: for figures that count over whole tables (the health line's). */
@@ -67,6 +91,12 @@ export async function openConsole({
         await page.goto(`${stack.api.url}${path}`);
         await ready(page);
         expect(await seriousViolations(page)).toEqual([]);
+        // U5: nothing wider than the window, so the page never scrolls sideways.
+        expect({ name, size, overflowing: await overflowing(page) }).toEqual({
+          name,
+          size,
+          overflowing: [],
+        });
         await screenshot(page, `${name}-${size}`);
         await page.close();
       }

@@ -111,6 +111,29 @@ describe("X4: alert rules, their promtool tests and the dashboard", () => {
     }
   });
 
+  test("X4: every metric an alert reads is one a service exports under that name, or the platform's (up, kube-state-metrics, CloudNativePG)", () => {
+    const sources = ["services/api/src", "services/payments/src", "shared/src"].flatMap((dir) =>
+      [...new Bun.Glob("**/*.ts").scanSync({ cwd: join(root, dir) })]
+        .filter((file) => !file.endsWith(".test.ts"))
+        .map((file) => readFileSync(join(root, dir, file), "utf8")),
+    );
+    const platform = (metric: string) => metric === "up" || /^(kube|cnpg)_/.test(metric);
+    for (const rule of rules)
+      for (const metric of metricsOf(rule.expr)) {
+        if (platform(metric)) continue;
+        const exported = sources.some((text) => text.includes(`"${metric}"`));
+        expect({ alert: rule.alert, metric, exported }).toEqual({
+          alert: rule.alert,
+          metric,
+          exported: true,
+        });
+      }
+    // The endpoints the api disabled itself, named as what the alert says (it read
+    // webhook_endpoints_failing, beside webhook_endpoints_failing_now of enabled ones).
+    const disabled = rules.find((r) => r.alert === "WebhookEndpointsDisabled");
+    expect(metricsOf(disabled?.expr ?? "")).toEqual(["webhook_endpoints_disabled_by_api"]);
+  });
+
   test("X4: the Grafana dashboard is valid JSON and shows every metric an alert reads", () => {
     const dashboard = JSON.parse(readFileSync(join(root, "deploy/grafana/commerce.json"), "utf8"));
     const panelMetrics = new Set<string>(

@@ -21,12 +21,16 @@ writeFileSync(emptyEnv, "");
 afterAll(() => rmSync(envDir, { recursive: true, force: true }));
 
 /** `docker-compose config` of the given files, parsed: what compose will actually run. */
-function composeConfig(files: string[], cwd = root): Record<string, Service> {
+function composeConfig(
+  files: string[],
+  cwd = root,
+  env: Record<string, string> = {},
+): Record<string, Service> {
   const run = Bun.spawnSync(
     ["docker-compose", ...files.flatMap((f) => ["-f", f]), "--env-file", emptyEnv, "config"],
     {
       cwd,
-      env: { PATH: process.env.PATH ?? "", ...requiredEnv() },
+      env: { PATH: process.env.PATH ?? "", ...requiredEnv(), ...env },
       stdout: "pipe",
       stderr: "pipe",
     },
@@ -92,5 +96,69 @@ describe("N19: the compose deployment runs nothing as root", () => {
     // The services' tmpfs for scratch files; PostgreSQL's socket directory.
     expect(services.api.tmpfs).toContain("/tmp");
     expect(services.postgres.tmpfs).toContain("/var/run/postgresql");
+  });
+});
+
+describe("E5 (v5): the image and compose run both services in production mode", () => {
+  test("E5 (v5): the Dockerfile's runtime image sets NODE_ENV=production, and compose (alone and with the cluster file) gives both services NODE_ENV=production", () => {
+    const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+    const runtime = dockerfile.slice(dockerfile.indexOf("AS runtime"));
+    expect(runtime.split("\nFROM ")[0]).toMatch(/^ENV NODE_ENV=production$/m);
+    // Not in the build stage: npm ci would leave out the dev dependencies the build needs.
+    expect(dockerfile.slice(0, dockerfile.indexOf("AS runtime"))).not.toContain("NODE_ENV");
+    for (const files of [
+      ["docker-compose.yml"],
+      ["docker-compose.yml", "docker-compose.cluster.yml"],
+    ]) {
+      const services = composeConfig(files);
+      const modes = Object.entries(services)
+        .filter(([, s]) => /^commerce-/.test(s.image ?? ""))
+        .map(([name, s]) => [name, s.environment?.NODE_ENV]);
+      expect(modes.length).toBeGreaterThanOrEqual(2);
+      for (const [name, mode] of modes)
+        expect({ name, mode }).toEqual({ name, mode: "production" });
+    }
+  });
+});
+
+describe("section 1: the compose deployment as docker-compose 1.29 reads it", () => {
+  test("section 1: PUBLISH_ADDRESS publishes the services' ports on loopback for a proxy in front; unset, on every interface", () => {
+    // docker-compose 1.29 writes a port as text (`127.0.0.1:3000:3000/tcp`), Compose v2 as an object.
+    type Port = string | { host_ip?: string; published: number | string };
+    const address = (port: Port) =>
+      typeof port === "string"
+        ? port.split(":").slice(0, -1).join(":")
+        : `${port.host_ip ?? "0.0.0.0"}:${port.published}`;
+    const published = (env: Record<string, string>) => {
+      const services = composeConfig(["docker-compose.yml"], root, env);
+      return ["api", "payments"].map((name) => (services[name].ports as Port[]).map(address));
+    };
+    expect(published({ PUBLISH_ADDRESS: "127.0.0.1" })).toEqual([
+      ["127.0.0.1:3000"],
+      ["127.0.0.1:3001"],
+    ]);
+    expect(published({})).toEqual([["0.0.0.0:3000"], ["0.0.0.0:3001"]]);
+  });
+
+  test("section 1: the docs' compose commands are docker-compose 1.29's: no Compose v2 command, no !override, no compose cp", () => {
+    const files = [
+      "README.md",
+      ...[...new Bun.Glob("docs/*.md").scanSync({ cwd: root })].filter(
+        (f) => !f.includes("history"),
+      ),
+      "docker-compose.yml",
+      "docker-compose.cluster.yml",
+      "scripts/secrets.ts",
+    ];
+    const found = files.flatMap((file) =>
+      readFileSync(join(root, file), "utf8")
+        .split("\n")
+        .map((line, i) => ({ at: `${file}:${i + 1}`, line }))
+        .filter(({ line }) =>
+          /(?<!`)docker compose (?!takes)|!override|compose(?:-|\s)cp\b/.test(line),
+        )
+        .map(({ at, line }) => `${at}: ${line.trim()}`),
+    );
+    expect(found).toEqual([]);
   });
 });

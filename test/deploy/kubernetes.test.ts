@@ -171,6 +171,33 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
     }
   });
 
+  test("X3: the api Deployment's replicas are its autoscaler's floor, in every overlay", () => {
+    for (const { dir, objects } of rendered) {
+      const api = objects.find((o) => o.kind === "Deployment" && o.metadata.name === "api");
+      const autoscaler = objects.find((o) => o.kind === "HorizontalPodAutoscaler");
+      expect({ dir, replicas: api?.spec.replicas }).toEqual({
+        dir,
+        replicas: autoscaler?.spec.minReplicas,
+      });
+    }
+    const production = rendered.find((r) => r.dir.endsWith("production"));
+    const floor = production?.objects.find((o) => o.kind === "HorizontalPodAutoscaler");
+    expect(floor?.spec.minReplicas).toBe(3);
+  });
+
+  test("E5 (v5): both Deployments run their services in production mode, in every overlay", () => {
+    for (const { dir, objects } of rendered)
+      for (const d of objects.filter((o) => o.kind === "Deployment"))
+        for (const c of d.spec.template.spec.containers) {
+          const mode = c.env.find((e: { name: string }) => e.name === "NODE_ENV")?.value;
+          expect({ dir, name: d.metadata.name, mode }).toEqual({
+            dir,
+            name: d.metadata.name,
+            mode: "production",
+          });
+        }
+  });
+
   test("N14 (v5): the CloudNativePG Cluster's bootstrap grants exactly what compose's service-roles.sql grants, statement for statement (no CREATE on the database or on drizzle)", () => {
     // service-roles.sql's statements as they run for the shop's database and role names; the
     // roles' LOGIN and passwords come from the Cluster's `managed.roles` instead.

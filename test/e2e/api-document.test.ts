@@ -677,3 +677,90 @@ describe("the document as a client generator reads it", () => {
     },
   );
 });
+
+describe("E6 (v5): what the api refuses, its document refuses too", () => {
+  /** The request body schema of an operation, references resolved, compiled. */
+  const bodySchema = (path: string, method: string) => {
+    const document = documents.api;
+    const body = document.paths[path][method].requestBody;
+    return ajv.compile(resolve(document, body.content["application/json"].schema) as Json);
+  };
+
+  test("E6 (v5): a move without its note, a note alone on an endpoint and a sign-in with more than its code fail the document as they fail the server (400)", async () => {
+    const { api, admin } = stack;
+    const order = await stack.newOrder();
+    const move = bodySchema("/api/orders/{order_id}", "patch");
+    expect(move({ status: "paid" })).toBe(false);
+    expect(move({ status: "refunded", note: "Refunded by hand" })).toBe(true);
+    expect(move({ status: "cancelled" })).toBe(true);
+    const moved = await call(api, "PATCH", "/api/orders/{order_id}", {
+      path: `/api/orders/${order.order_id}`,
+      token: admin,
+      body: { status: "paid" },
+    });
+    expect({ status: moved.status, path: moved.json.errors?.[0]?.path }).toEqual({
+      status: 400,
+      path: "/note",
+    });
+
+    const change = bodySchema("/api/webhook-endpoints/{id}", "patch");
+    expect(change({ note: "Only a note" })).toBe(false);
+    expect(change({ status: "disabled", note: "Down for maintenance" })).toBe(true);
+    expect(change({ status: "disabled" })).toBe(true);
+    const noteAlone = await call(api, "PATCH", "/api/webhook-endpoints/{id}", {
+      path: "/api/webhook-endpoints/2147483647",
+      token: admin,
+      body: { note: "Only a note" },
+    });
+    expect({ status: noteAlone.status, path: noteAlone.json.errors?.[0]?.path }).toEqual({
+      status: 400,
+      path: "/note",
+    });
+
+    const session = bodySchema("/console/session", "post");
+    expect(session({ code: "abc" })).toBe(true);
+    expect(session({ code: "abc", admin: true })).toBe(false);
+    expect(
+      (await call(api, "POST", "/console/session", { body: { code: "abc", admin: true } })).status,
+    ).toBe(400);
+  });
+
+  test("E6 (v5): /console/session documents its 413 and 415, and answers them as documented", async () => {
+    const { api } = stack;
+    const responses = documents.api.paths["/console/session"].post.responses;
+    expect(Object.keys(responses)).toEqual(expect.arrayContaining(["400", "401", "413", "415"]));
+    // `call` checks each answer against the documented status, headers and body.
+    const tooLarge = await call(api, "POST", "/console/session", {
+      body: { code: "x".repeat(20 * 1024) },
+    });
+    expect(tooLarge.status).toBe(413);
+    const notJson = await call(api, "POST", "/console/session", {
+      body: "code=abc",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(notJson.status).toBe(415);
+  });
+
+  test("E6 (v5): since, at most 30 days back, says so in its schema; 31 days back is 400", async () => {
+    const { api, admin } = stack;
+    for (const action of ["replay-missing", "recover"]) {
+      const path = `/api/webhook-endpoints/{id}/${action}`;
+      const body = resolve(
+        documents.api,
+        documents.api.paths[path].post.requestBody.content["application/json"].schema,
+      ) as Json;
+      expect(body.properties.since).toMatchObject({ type: "string", format: "date-time" });
+      expect(body.properties.since.description).toContain("at most 30 days before the request");
+      const old = await call(api, "POST", path, {
+        path: `/api/webhook-endpoints/2147483647/${action}`,
+        token: admin,
+        body: { since: new Date(Date.now() - 31 * 86_400_000).toISOString() },
+      });
+      expect({ action, status: old.status, path: old.json.errors?.[0]?.path }).toEqual({
+        action,
+        status: 400,
+        path: "/since",
+      });
+    }
+  });
+});

@@ -1,4 +1,4 @@
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./basics";
@@ -30,8 +30,12 @@ export class PrivatePostgres {
   private readonly dataDir = join(this.dir, "data");
   port = 0;
 
+  /** With `password`, connections over TCP must give it (scram-sha-256); else all are trusted. */
+  constructor(private readonly options: { password?: string } = {}) {}
+
   get url(): string {
-    return `postgres://root@127.0.0.1:${this.port}/postgres`;
+    const password = this.options.password ? `:${encodeURIComponent(this.options.password)}` : "";
+    return `postgres://root${password}@127.0.0.1:${this.port}/postgres`;
   }
 
   private async run(args: string[]): Promise<void> {
@@ -44,16 +48,20 @@ export class PrivatePostgres {
   /** initdb (once), then start on the same port every time, waiting until it accepts connections. */
   async start(): Promise<void> {
     if (!this.port) {
+      const passwordFile = join(this.dir, "password");
+      if (this.options.password) writeFileSync(passwordFile, this.options.password);
       if (userInfo().uid === 0) {
         const { uid, gid } = postgresIds();
         chownSync(this.dir, uid, gid);
+        if (this.options.password) chownSync(passwordFile, uid, gid);
       }
       await this.run([
         postgresBin("initdb"),
         "-D",
         this.dataDir,
-        "-A",
-        "trust",
+        ...(this.options.password
+          ? ["--auth-local=trust", "--auth-host=scram-sha-256", `--pwfile=${passwordFile}`]
+          : ["-A", "trust"]),
         "-U",
         "root",
         "-E",

@@ -72,3 +72,51 @@ export function rawRequest(
     });
   });
 }
+
+/** What a server answered on a raw socket: nothing at all when it closed without a byte. */
+export type RawHead = {
+  /** Everything the server wrote, as text. */
+  raw: string;
+  status?: number;
+  /** Header names lower-cased. */
+  headers: Record<string, string>;
+  body: string;
+};
+
+/**
+ * Writes `head` (the request line and header lines, without the blank line that ends them)
+ * byte for byte, as no HTTP client would, with `Connection: close`; reads until the server
+ * closes, or `timeoutMs` passes.
+ */
+export function rawHead(port: number, head: string, timeoutMs = 5000): Promise<RawHead> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(port, "127.0.0.1", () =>
+      socket.write(`${head}\r\nConnection: close\r\n\r\n`),
+    );
+    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", (error: NodeJS.ErrnoException) => {
+      // A server that hangs up on a request it refuses may reset the connection.
+      if (error.code !== "ECONNRESET") reject(error);
+    });
+    socket.on("close", () => {
+      clearTimeout(timer);
+      const raw = Buffer.concat(chunks).toString("utf8");
+      const split = raw.indexOf("\r\n\r\n");
+      const [statusLine = "", ...lines] = (split < 0 ? raw : raw.slice(0, split)).split("\r\n");
+      const headers: Record<string, string> = {};
+      for (const line of lines) {
+        const colon = line.indexOf(":");
+        if (colon > 0) headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      const status = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1];
+      resolve({
+        raw,
+        status: status ? Number(status) : undefined,
+        headers,
+        body: split < 0 ? "" : raw.slice(split + 4),
+      });
+    });
+  });
+}

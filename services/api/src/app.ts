@@ -133,6 +133,31 @@ export function createApp(deps: ApiDeps) {
               },
             },
           },
+          changeOrderStatus: {
+            required: true,
+            description:
+              "An admin's move carries a note saying why (400 without one); a customer cancels their own unpaid order with or without one",
+            content: {
+              "application/json": {
+                schema: {
+                  oneOf: [
+                    { $ref: "#/components/schemas/OrderMoveWithNote" },
+                    { $ref: "#/components/schemas/OrderCancel" },
+                  ],
+                },
+                examples: {
+                  adminMove: {
+                    summary: "An admin's move, with its note",
+                    value: {
+                      status: "refunded",
+                      note: "Refunded by hand in the Stripe dashboard, ticket 4411",
+                    },
+                  },
+                  cancel: { summary: "A customer's cancel", value: { status: "cancelled" } },
+                },
+              },
+            },
+          },
           checkoutCart: {
             required: false,
             description: "No body, or an empty object",

@@ -1,9 +1,12 @@
+import "@commerce/shared/platform/production-mode";
+
 import { reclaimMemoryWhenIdle } from "@commerce/shared/platform/memory-reclaim";
 import {
   configOrExit,
   healthcheckIfAsked,
   keepRunningOnUnhandledErrors,
   onShutdown,
+  serviceOrExit,
 } from "@commerce/shared/platform/process-exit";
 import { loadConfig } from "./config";
 import { createService } from "./create-service";
@@ -11,7 +14,7 @@ import { createService } from "./create-service";
 await healthcheckIfAsked(3000);
 const unhandled = keepRunningOnUnhandledErrors("api");
 const config = configOrExit(() => loadConfig(process.env));
-const service = await createService(config);
+const service = await serviceOrExit(() => createService(config));
 unhandled.attach(service.deps.logger, service.deps.metrics);
 service.start();
 reclaimMemoryWhenIdle();

@@ -152,6 +152,21 @@ export function databaseUnavailable(error: unknown): boolean {
 }
 
 /**
+ * What an operator can do about a database error that stops a service at start, in words (the
+ * log line also has its SQLSTATE): the credentials, the database's name or the role's rights in
+ * `DATABASE_URL`. Undefined for any other error.
+ */
+export function startRefusal(error: unknown): string | undefined {
+  const code = (error as { code?: unknown })?.code;
+  if (code === "28P01") return "the database refused the password in DATABASE_URL";
+  if (code === "28000") return "the database refused the user or client address of DATABASE_URL";
+  if (code === "3D000") return "the database named in DATABASE_URL does not exist";
+  if (code === "42501") return "the user of DATABASE_URL may not create the service's tables";
+  const cause = (error as { cause?: unknown })?.cause;
+  return cause && cause !== error ? startRefusal(cause) : undefined;
+}
+
+/**
  * X2, O2: the database is reachable and writable (not a standby). Probes asked for while one is
  * running share it, so a burst of /ready polls costs one query; a result is not kept beyond
  * that, so /ready turns 503 as soon as the database goes (a failed probe counts as down).

@@ -1,5 +1,11 @@
 import type { MigrationMeta } from "drizzle-orm/migrator";
-import { databaseUnavailable, lockTimedOut, migrateSchema, type Sql } from "./database";
+import {
+  databaseUnavailable,
+  lockTimedOut,
+  migrateSchema,
+  type Sql,
+  startRefusal,
+} from "./database";
 import { describeError, type Logger } from "./logger";
 
 /**
@@ -17,6 +23,8 @@ export class MigrationsUntilDone {
   /** Resolves once the migrations are applied (never, if the service stops first). */
   readonly applied = this.finished.promise;
   private timer?: Timer;
+  /** The last failure the retries logged, so the same one is not logged again each second. */
+  private lastFailure?: string;
 
   constructor(
     private readonly sql: Sql,
@@ -57,9 +65,16 @@ export class MigrationsUntilDone {
         this.logger.info("migrations applied", { schema: this.schema });
       } catch (error) {
         // Even a non-connection error may be the database's state (e.g. a lock held by a
-        // replica that died); the service stays not ready and says why.
-        if (!databaseUnavailable(error) && !lockTimedOut(error))
-          this.logger.error("migrations failed; retrying", describeError(error));
+        // replica that died); the service stays not ready and says why, once per cause rather
+        // than every retry (a wrong password would be a line a second).
+        const why = describeError(error);
+        const cause = JSON.stringify(why);
+        if (!databaseUnavailable(error) && !lockTimedOut(error) && cause !== this.lastFailure)
+          this.logger.error("migrations failed; retrying", {
+            ...why,
+            ...(startRefusal(error) ? { cause: startRefusal(error) } : {}),
+          });
+        this.lastFailure = cause;
         this.retryLater();
       }
     }, this.retryMs);

@@ -14,6 +14,23 @@ export function configOrExit<T>(load: () => T): T {
   }
 }
 
+/** A start the service cannot get past, such as a wrong database password: already logged. */
+export class StartFailed extends Error {}
+
+/**
+ * Builds the service, or stops the process (exit 1) when it cannot start: the reason is logged
+ * as one JSON line before `StartFailed` is thrown, so the operator reads no stack.
+ */
+export async function serviceOrExit<T>(build: () => Promise<T>): Promise<T> {
+  try {
+    return await build();
+  } catch (error) {
+    if (!(error instanceof StartFailed)) throw error;
+    await logsWritten(1000);
+    process.exit(1);
+  }
+}
+
 /** Runs shutdown steps in order; a step that fails is logged and the next one still runs. */
 export async function runSteps(
   logger: Logger,

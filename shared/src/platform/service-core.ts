@@ -2,16 +2,18 @@ import type { MigrationMeta } from "drizzle-orm/migrator";
 import type { JetStreamManager } from "nats";
 import { type MessageTopology, messageTopology, ownStreamOf } from "../contract/messages";
 import type { CommonConfig } from "./config";
-import { connectDatabase } from "./database";
+import { connectDatabase, startRefusal } from "./database";
+import { uncaughtErrorAnswer } from "./http/problems";
 import { serverBodyCap } from "./http/request-limits";
 import { logOutput } from "./log-output";
-import { createLogger, describeError, type LogSink } from "./logger";
+import { createLogger, describeError, type Logger, type LogSink } from "./logger";
 import { Metrics } from "./metrics";
 import { MigrationsUntilDone } from "./migrations-until-done";
 import { ensureStream, NatsLink, StreamReplicasError } from "./nats";
 import type { ReadinessCheck } from "./operational-routes";
 import { OutboxRelay } from "./outbox/relay";
-import { runSteps } from "./process-exit";
+import { runSteps, StartFailed } from "./process-exit";
+import { productionMode } from "./production-mode";
 import { createTracer } from "./tracing";
 
 export type ServiceOptions<Deps> = {
@@ -25,12 +27,29 @@ export type ServiceOptions<Deps> = {
 
 /** What `start` and `stop` need of an Elysia app. */
 type Server = {
-  listen(options: { port: number; hostname: string; maxRequestBodySize: number }): unknown;
+  listen(options: {
+    port: number;
+    hostname: string;
+    maxRequestBodySize: number;
+    development: boolean;
+    error: (error: Error) => Response;
+  }): unknown;
   stop(): Promise<unknown> | unknown;
   server: { port?: number } | null;
 };
 
 type Step = [string, () => Promise<unknown> | unknown];
+
+/**
+ * What both services ask of Bun's server besides the address: no cap of its own on a body (N7),
+ * and never its development error page (stack, paths, source lines), whatever NODE_ENV says:
+ * an error no route caught is problem+json, logged and counted (E5).
+ */
+export const serverOptions = (logger: Logger, metrics: Metrics) => ({
+  maxRequestBodySize: serverBodyCap,
+  development: false,
+  error: uncaughtErrorAnswer({ logger, metrics }),
+});
 
 /**
  * What both services are built on: the logger and metrics, the database with the service's
@@ -61,7 +80,17 @@ export async function openServiceCore(
   const topology = messageTopology(config.natsPrefix);
   const sql = connectDatabase(config.databaseUrl, { max: options.databasePool, schema: name });
   const migrations = new MigrationsUntilDone(sql, name, parts.migrations, logger);
-  await migrations.firstAttempt();
+  await migrations.firstAttempt().catch((error) => {
+    // An unreachable or read-only database is waited for (X2); anything else stops the start,
+    // said in one line (O6).
+    logger.error(
+      `${name} cannot start: ${startRefusal(error) ?? "applying its migrations failed"}`,
+      {
+        ...describeError(error),
+      },
+    );
+    throw new StartFailed("start failed");
+  });
 
   const nats = new NatsLink(
     config.natsUrl,
@@ -121,8 +150,12 @@ export async function openServiceCore(
      * the operational ones answers 503 (the request pipeline's migration gate).
      */
     start(app: Server, background?: () => void) {
-      app.listen({ port: config.port, hostname: config.host, maxRequestBodySize: serverBodyCap });
-      logger.info(`${name} listening`, { host: config.host, port: app.server?.port });
+      app.listen({ port: config.port, hostname: config.host, ...serverOptions(logger, metrics) });
+      logger.info(`${name} listening`, {
+        host: config.host,
+        port: app.server?.port,
+        mode: productionMode ? "production" : "development",
+      });
       void migrations.applied.then(() => {
         if (migrations.stopped) return;
         void nats

@@ -1,3 +1,4 @@
+import { pathnameOf } from "@commerce/shared/platform/http/url-text";
 import { Elysia } from "elysia";
 
 /**
@@ -14,7 +15,7 @@ export function consoleCors(origins: string[]) {
   const allowed = new Set(origins);
   return new Elysia({ name: "console-cors" }).onRequest(({ request, set }) => {
     const origin = request.headers.get("origin");
-    if (!origin || !allowed.has(origin) || !consolePaths(new URL(request.url).pathname)) return;
+    if (!origin || !allowed.has(origin) || !consolePaths(pathnameOf(request.url))) return;
     set.headers["access-control-allow-origin"] = origin;
     set.headers.vary = "Origin";
     // The browser may read the problem's and the request's identity on any answer.

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { ForbiddenError, HttpError, UnauthorizedError } from "../errors";
+import { pathnameOf } from "../http/url-text";
 import { InvalidTokenError, type Principal, type TokenVerifier } from "./token-verifier";
 
 /** The `WWW-Authenticate` value of a 401 (RFC 6750). */
@@ -59,23 +60,6 @@ export type BearerAuthOptions = {
 };
 
 const bearerHeader = /^Bearer ([A-Za-z0-9._~+/=-]+)$/i;
-
-/**
- * The path of an absolute request URL as `new URL(url).pathname` gives it, without building a
- * URL per request: a plain path is sliced out; one with an escape, a dot segment or a backslash
- * (which the URL parser rewrites) goes through the parser.
- */
-export function pathnameOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start < 0) return "/";
-  let end = url.length;
-  const query = url.indexOf("?", start);
-  if (query >= 0) end = query;
-  const hash = url.indexOf("#", start);
-  if (hash >= 0 && hash < end) end = hash;
-  const path = url.slice(start, end);
-  return /%|\\|\/\.|\s/.test(path) ? new URL(url).pathname : path;
-}
 
 /** The token of a request's `Authorization: Bearer` header, if it has a well-formed one. */
 export const bearerTokenOf = (request: Request): string | undefined =>

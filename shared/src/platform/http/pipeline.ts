@@ -6,17 +6,14 @@ import type { Tracer } from "../tracing";
 import { problemErrors } from "./problems";
 import { requestLimits } from "./request-limits";
 import { requestLog } from "./request-log";
-import { wellFormedTarget } from "./request-target";
+import { probePaths, wellFormedTarget } from "./request-target";
 import type { RouteMethods } from "./route-methods";
 import { requestTarget, urlText } from "./url-text";
-
-/** Routes that answer before the migrations are applied: they need no table (O1-O3). */
-const operational = new Set(["/health", "/ready", "/metrics"]);
 
 /** X2: 503 for every route but the operational ones until the service's tables exist. */
 export function migrationGate(migrated: () => boolean) {
   return new Elysia({ name: "migration-gate" }).onRequest(({ request }) => {
-    if (migrated() || operational.has(requestTarget(request.url).path)) return;
+    if (migrated() || probePaths.has(requestTarget(request.url).path)) return;
     throw new UnavailableError("Starting: waiting for a writable database");
   });
 }

@@ -11,8 +11,10 @@ import {
   ValidationError,
 } from "../errors";
 import { describeError, type Logger } from "../logger";
+import type { Metrics } from "../metrics";
 import { requestLogFields, responseHeadersOf } from "./request-log";
 import type { RouteMethods } from "./route-methods";
+import { pathnameOf } from "./url-text";
 
 const isFieldError = (value: unknown): value is FieldError =>
   typeof value === "object" && value !== null && "path" in value && "message" in value;
@@ -51,8 +53,10 @@ export function problemOf(
   if (code === "VALIDATION") return validationProblem(error as ElysiaValidationError);
   if (code === "PARSE") return new ValidationError("The request body is not valid JSON");
   if (code === "NOT_FOUND") {
-    const allowed = routes?.allowed(new URL(request.url).pathname) ?? [];
-    return allowed.length
+    const allowed = routes?.allowed(pathnameOf(request.url)) ?? [];
+    // A target no route matched although its method is served there (`/a/../../health`, whose
+    // dot segments the parser resolves and the router does not) is not a wrong method.
+    return allowed.length && !allowed.includes(request.method)
       ? new MethodNotAllowedError(request.method, allowed)
       : new NotFoundError("No such route");
   }
@@ -105,10 +109,28 @@ export function problemErrors(deps: { logger: Logger; routes?: RouteMethods }) {
         deps.logger.info("client_closed", {
           ...requestLogFields(request),
           method: request.method,
-          path: new URL(request.url).pathname,
+          path: pathnameOf(request.url),
         });
       set.status = problem.status;
       return problemAnswer(problem, request, set.headers);
     },
   );
+}
+
+/**
+ * E5: the answer to an error no route caught, Bun.serve's `error` (which would otherwise be Bun's
+ * development page or its bare 500): problem+json with an X-Request-Id of its own, one log line and
+ * a sample of `http_requests_total` (method `unknown`, route `unmatched`). Bun hands over the
+ * error alone, not its request.
+ */
+export function uncaughtErrorAnswer({ logger, metrics }: { logger: Logger; metrics: Metrics }) {
+  return (error: Error): Response => {
+    const id = crypto.randomUUID();
+    logger.error("unexpected error", { request_id: id, ...describeError(error) });
+    metrics.http.record("unknown", "unmatched", 500, 0);
+    return problemResponse(
+      new HttpError(500, "Internal Server Error", "An unexpected error occurred"),
+      { "x-request-id": id },
+    );
+  };
 }

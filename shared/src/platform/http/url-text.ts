@@ -12,11 +12,18 @@ const decoded = (part: string, plusIsSpace: boolean): string | undefined => {
 };
 
 /**
- * The path and query string of an absolute request URL as sent, neither decoded; `query` is
- * undefined when there is no `?`.
+ * Where a request URL's path starts. Bun gives a request whose `Host` it cannot make a URL of
+ * (empty, `a b`, `a@b`) its target alone, `/path?query`, without scheme or host (E5).
+ */
+const pathStart = (url: string): number =>
+  url.charCodeAt(0) === 47 ? 0 : url.indexOf("/", url.indexOf("//") + 2);
+
+/**
+ * The path and query string of a request URL as sent, neither decoded; `query` is undefined when
+ * there is no `?`.
  */
 export function requestTarget(url: string): { path: string; query: string | undefined } {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const start = pathStart(url);
   const target = start < 0 ? "/" : url.slice(start);
   const hash = target.indexOf("#");
   const withoutHash = hash < 0 ? target : target.slice(0, hash);
@@ -24,6 +31,24 @@ export function requestTarget(url: string): { path: string; query: string | unde
   return mark < 0
     ? { path: withoutHash, query: undefined }
     : { path: withoutHash.slice(0, mark), query: withoutHash.slice(mark + 1) };
+}
+
+/**
+ * The path of a request URL as `new URL(url).pathname` gives it, without building a URL per
+ * request: a plain path is sliced out; one with an escape, a dot segment or a backslash (which the
+ * URL parser rewrites) goes through the parser, on a host of its own, so that an odd `Host` (E5)
+ * never makes it throw.
+ */
+export function pathnameOf(url: string): string {
+  const start = pathStart(url);
+  if (start < 0) return "/";
+  let end = url.length;
+  const query = url.indexOf("?", start);
+  if (query >= 0) end = query;
+  const hash = url.indexOf("#", start);
+  if (hash >= 0 && hash < end) end = hash;
+  const path = url.slice(start, end);
+  return /%|\\|\/\.|\s/.test(path) ? new URL(`http://host${path}`).pathname : path;
 }
 
 /** What is wrong with a request's path and query text (N9), one entry per offending part. */

@@ -44,7 +44,7 @@ export async function deliveriesOfOrder(place: Element, orderId: number) {
             String(delivery.attempts),
             delivery.last_status_code === null ? "—" : String(delivery.last_status_code),
             time(delivery.next_attempt_at),
-            retryButton(endpointId, delivery.id),
+            retryButton(endpointId, delivery.id, { delivered: delivery.status === "succeeded" }),
           ]),
           `Deliveries of order ${orderId} to ${name}`,
         ),

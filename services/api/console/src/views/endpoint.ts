@@ -184,9 +184,12 @@ function deliveryCard(endpointId: number, delivery: Delivery) {
     ),
     details,
     // U7: the new attempt's outcome shows on this card; reopening "Attempts" reads them again.
-    retryButton(endpointId, delivery.id, () => {
-      loaded = false;
-      details.open = false;
+    retryButton(endpointId, delivery.id, {
+      delivered: delivery.status === "succeeded",
+      done: () => {
+        loaded = false;
+        details.open = false;
+      },
     }),
   );
 }

@@ -20,32 +20,63 @@ function outcomeOf(retried: Retried): string {
 
 /**
  * H4, U7: "Retry" attempts the delivery now and shows that attempt's outcome beside it; `done`
- * then refreshes what the card shows (status, attempts, last status code).
+ * then refreshes what the card shows (status, attempts, last status code). A delivery that
+ * already succeeded is sent again only after "Send again": the receiver gets the event twice.
  */
-export function retryButton(endpointId: number, deliveryId: number, done?: () => void) {
+export function retryButton(
+  endpointId: number,
+  deliveryId: number,
+  { delivered = false, done }: { delivered?: boolean; done?: () => void } = {},
+) {
   const outcome = h("div", { class: "messages", role: "status" });
-  const button = h(
-    "button",
-    {
-      type: "button",
-      onclick: () => {
-        button.disabled = true;
-        void reportingIn(outcome, async () => {
-          const retried = (await answerOf(
-            api()
-              .api["webhook-endpoints"]({ id: endpointId })
-              .deliveries({ delivery_id: deliveryId })
-              .retry.post(),
-            "Retry",
-          )) as Retried;
-          done?.();
-          show(outcome, outcomeOf(retried));
-        }).finally(() => {
-          button.disabled = false;
-        });
-      },
-    },
-    "Retry",
-  );
-  return h("div", { class: "retry" }, button, outcome);
+  const place = h("div", { class: "retry" });
+  const retry = (pressed: HTMLButtonElement) => {
+    pressed.disabled = true;
+    void reportingIn(outcome, async () => {
+      const retried = (await answerOf(
+        api()
+          .api["webhook-endpoints"]({ id: endpointId })
+          .deliveries({ delivery_id: deliveryId })
+          .retry.post(),
+        "Retry",
+      )) as Retried;
+      delivered = retried.status === "succeeded";
+      done?.();
+      ready(false);
+      show(outcome, outcomeOf(retried));
+    }).finally(() => {
+      pressed.disabled = false;
+    });
+  };
+  const ask = () => {
+    const again = h("button", { type: "button", class: "danger" }, "Send again");
+    again.addEventListener("click", () => retry(again));
+    const back = h(
+      "button",
+      { type: "button", class: "quiet", onclick: () => ready(true) },
+      "Back",
+    );
+    show(
+      place,
+      h(
+        "span",
+        { class: "question" },
+        "Delivered already: the receiver gets this event a second time.",
+      ),
+      " ",
+      again,
+      " ",
+      back,
+      outcome,
+    );
+    again.focus();
+  };
+  const ready = (focus: boolean) => {
+    const button = h("button", { type: "button" }, "Retry");
+    button.addEventListener("click", () => (delivered ? ask() : retry(button)));
+    show(place, button, outcome);
+    if (focus) button.focus();
+  };
+  ready(false);
+  return place;
 }

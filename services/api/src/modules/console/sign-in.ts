@@ -56,11 +56,14 @@ export const signInController = ({ db, verifyToken, rejectedLimiter, trustProxy 
         ),
       body: t.Object(
         { code: t.String({ minLength: 1, maxLength: 200 }) },
-        { examples: [{ code: "q8W1rZx0cK3mJ5vT9yB2nL6pD4fH7sA0eG1iU3oR5tY" }] },
+        {
+          additionalProperties: false,
+          examples: [{ code: "q8W1rZx0cK3mJ5vT9yB2nL6pD4fH7sA0eG1iU3oR5tY" }],
+        },
       ),
       response: {
         200: t.Object({ token: t.String() }),
-        ...problems(400, 401, 429),
+        ...problems(400, 401, 413, 415, 429),
       },
       detail: {
         tags: ["Status"],

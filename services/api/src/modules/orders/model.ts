@@ -73,23 +73,21 @@ export const newOrder = t.Object(
   },
 );
 
-export const orderStatusChange = t.Object(
+// Written out, not mapped from orderStatus: a mapped array types the field as never.
+const moveStatus = t.Union(
+  [t.Literal("created"), t.Literal("paid"), t.Literal("cancelled"), t.Literal("refunded")],
   {
-    // Written out, not mapped from orderStatus: a mapped array types the field as never.
-    status: t.Union(
-      [t.Literal("created"), t.Literal("paid"), t.Literal("cancelled"), t.Literal("refunded")],
-      {
-        description:
-          "paid or refunded (admin), cancelled (the owner or an admin); the status the order already has changes nothing",
-      },
-    ),
-    note: t.Optional(
-      text(1, 1000, "Why; required of an admin, kept on the timeline entry", {
-        multiline: true,
-        name: "note",
-      }),
-    ),
+    description:
+      "paid or refunded (admin), cancelled (the owner or an admin); the status the order already has changes nothing",
   },
+);
+const moveNote = text(1, 1000, "Why; required of an admin, kept on the timeline entry", {
+  multiline: true,
+  name: "note",
+});
+
+export const orderStatusChange = t.Object(
+  { status: moveStatus, note: t.Optional(moveNote) },
   {
     additionalProperties: false,
     examples: [
@@ -217,9 +215,29 @@ named("OrderStatusChanged", orderStatusChanged, {
  * D5: `POST /api/orders`'s body as the document states it, one of its two shapes, so a client
  * generated from the document refuses `{}` as the server does. The route itself validates one
  * object with every field optional, so a 400 names the wrong field; `linesOf` then requires one
- * shape.
+ * shape. E6: the same for `PATCH /api/orders/{id}`: a move with a note, or a cancel without one,
+ * so a client refuses a move to paid or refunded without its note (an admin's cancel needs one
+ * too, which depends on the token and is said in words).
  */
 export const orderBodyShapes = {
+  OrderMoveWithNote: t.Object(
+    { status: moveStatus, note: moveNote },
+    {
+      additionalProperties: false,
+      description: "A move with a note saying why: how an admin moves an order (400 without it)",
+      examples: [
+        { status: "refunded", note: "Refunded by hand in the Stripe dashboard, ticket 4411" },
+      ],
+    },
+  ),
+  OrderCancel: t.Object(
+    { status: t.Literal("cancelled") },
+    {
+      additionalProperties: false,
+      description: "A customer's cancel of their own unpaid order, without a note",
+      examples: [{ status: "cancelled" }],
+    },
+  ),
   OneLineOrder: t.Object(
     { product_id: productIdField, qty },
     {

@@ -55,7 +55,7 @@ export class WebhookMetrics {
     );
     // U3: endpoints the api disabled itself (H3: failing, or gone), counted as the health line shows them.
     metrics.gauge(
-      "webhook_endpoints_failing",
+      "webhook_endpoints_disabled_by_api",
       "Webhook endpoints the api disabled because deliveries kept failing or the receiver is gone",
       async () => {
         const [row] = await this.sql<{ failing: number }[]>`

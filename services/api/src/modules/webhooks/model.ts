@@ -98,6 +98,9 @@ export const endpointChange = t.Object(
   },
   {
     additionalProperties: false,
+    // E6: a note explains a change, so it needs a field beside it (400 alone); said here for
+    // clients, checked by the route.
+    dependentSchemas: { note: { minProperties: 2 } },
     examples: [
       {
         status: "disabled",
@@ -126,7 +129,9 @@ export const recoverySince = t.Object(
   {
     since: t.String({
       format: "date-time",
-      description: "ISO 8601, at most 30 days back",
+      // E6: JSON Schema bounds no time relative to now, so the limit is said in words.
+      description:
+        "An RFC 3339 date-time at most 30 days before the request (the api keeps order events 30 days); an older one is 400",
     }),
     note: t.Optional(actionNote),
   },
