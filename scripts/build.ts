@@ -40,7 +40,15 @@ for (const service of services) {
   const build = await Bun.build({
     entrypoints: [`services/${service}/src/main.ts`],
     // E4: Bun's header limit raised so the service answers 431 itself (request-limits.ts).
-    compile: { target, outfile, execArgv: bunServiceFlags },
+    // O10, N20: a binary is configured by its environment only, never by a `.env` or
+    // `bunfig.toml` that happens to sit in its working directory.
+    compile: {
+      target,
+      outfile,
+      execArgv: bunServiceFlags,
+      autoloadDotenv: false,
+      autoloadBunfig: false,
+    },
     minify: { whitespace: true, syntax: true },
     // E5: production mode whatever the environment (shared/src/platform/production-mode.ts).
     define: { "process.env.NODE_ENV": JSON.stringify("production") },

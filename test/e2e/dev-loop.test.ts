@@ -2,7 +2,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { root } from "@commerce/testing/launch";
+import { root, serviceCommand } from "@commerce/testing/launch";
 import { startNpmStart } from "@commerce/testing/npm-start";
 import { jwtVerify } from "jose";
 
@@ -53,6 +53,24 @@ describe("O10: the development loop", () => {
     expect(start).toMatch(
       /\[process\.execPath, "--no-env-file", \.\.\.bunServiceFlags, `services\//,
     );
+  });
+
+  test("O10: each service, from source or as its binary, started beside a .env ignores it", async () => {
+    const checkout = mkdtempSync(join(tmpdir(), "o10-"));
+    try {
+      writeFileSync(join(checkout, ".env"), "DATABASE_URL=postgres://nobody@127.0.0.1:1/none\n");
+      for (const service of ["api", "payments"] as const) {
+        const command = serviceCommand(service, process.env.E2E_BINARIES === "1");
+        const { stderr, code } = await run(command, checkout);
+        expect([service, code, stderr.trim()]).toEqual([
+          service,
+          1,
+          "configuration error: DATABASE_URL is required but not set",
+        ]);
+      }
+    } finally {
+      rmSync(checkout, { recursive: true, force: true });
+    }
   });
 
   test("O10: npm run token beside a compose .env signs with npm start's key, not the .env's", async () => {
