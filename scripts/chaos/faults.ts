@@ -132,12 +132,21 @@ async function inject(system: ChaosSystem, stats: Stats, kind: Kind): Promise<vo
       return;
     }
     case "acknowledged messages lost": {
-      const lost = await system.loseRecentPaymentMessages(3);
-      stats.fault(
-        "deleted after ack",
-        "payments stream",
-        lost.length ? `sequences ${lost.join(", ")}` : "none unconsumed at that moment",
-      );
+      // The api consumes within milliseconds: its replicas are paused for longer than a pull
+      // request lives (2 s), so what payments publishes meanwhile is acknowledged and not yet
+      // handed out; up to three of those are deleted, then the replicas are woken.
+      const fault = stats.fault("deleted after ack", "payments stream");
+      for (const api of system.apis) process.kill(api.pid, "SIGSTOP");
+      try {
+        await Bun.sleep(4_000);
+        const lost = await system.loseRecentPaymentMessages(3);
+        fault.note = lost.length
+          ? `sequences ${lost.join(", ")}, with both api replicas paused 4 s`
+          : "none unconsumed at that moment";
+      } finally {
+        for (const api of system.apis) process.kill(api.pid, "SIGCONT");
+      }
+      fault.backAt = Date.now();
       return;
     }
   }
