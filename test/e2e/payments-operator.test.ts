@@ -67,7 +67,7 @@ const groupOf = (items: any[], provider: string, reason: string) =>
   items.find((item) => item.provider === provider && item.reason === reason);
 
 describe("refused notifications (V4)", () => {
-  test("V4, W7: a flood of 500 forged notifications over two replicas costs a bounded number of database writes; the route shows one group of 500 with at most 5 examples, claimed order included, never a body or a signature", async () => {
+  test("V4, W7: a flood of 500 forged notifications over two replicas costs a bounded number of database writes; the route shows one group of 500 with the order's first and latest five examples, never a body or a signature", async () => {
     // Counts the statements that write refusals, whatever their rows (a test-only trigger).
     await stack.sql.unsafe(`
       create table if not exists public.refusal_writes (at timestamptz default now());
@@ -100,7 +100,10 @@ describe("refused notifications (V4)", () => {
     const elapsedSeconds = (Date.now() - started) / 1000;
     const group = groupOf(items, "generic", "signature_mismatch");
     expect(items).toHaveLength(1);
-    expect(group.examples.length).toBe(5);
+    // N21: an order's view keeps its first five and its latest five examples; the flood spans
+    // one flush or several, so 5 to 10 distinct.
+    expect(group.examples.length).toBeGreaterThanOrEqual(5);
+    expect(group.examples.length).toBeLessThanOrEqual(10);
     for (const example of group.examples)
       expect(example).toEqual({
         at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
