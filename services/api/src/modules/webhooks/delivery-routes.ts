@@ -120,7 +120,7 @@ export const webhookDeliveriesController = (deps: ApiDeps) => {
                 "for a failed or a succeeded delivery, and `attempt` says what came of it. It " +
                 "costs the delivery no place in its retry schedule: a failure leaves the next " +
                 "automatic attempt where it was (and a failed delivery failed); a success ends " +
-                "the delivery. Retries of one delivery are made one after another (N22): one " +
+                "the delivery. Retries of one delivery are made one after another: one " +
                 "waits for another's attempt, up to WEBHOOK_TIMEOUT_SECONDS + 5 s. 409 (with " +
                 "`code`) while the endpoint is disabled (endpoint_disabled), an attempt is in " +
                 "flight (attempt_in_flight: the dispatcher's, or a retry waited too long) or an earlier " +

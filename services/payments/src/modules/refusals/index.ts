@@ -37,7 +37,7 @@ export const refusalsController = (deps: { verifyToken: TokenVerifier | undefine
             "reason, the order the body claimed when it parsed); never a body or a signature. " +
             "Replicas write what they gathered every few seconds, so the newest refusals show " +
             "a moment later. With order_id, the refusals that named that order, kept for it " +
-            "whatever else arrives (N21): per provider and reason its true count and its first " +
+            "whatever else arrives: per provider and reason its true count and its first " +
             "and latest few examples.",
         },
       },
