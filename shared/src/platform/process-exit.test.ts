@@ -23,4 +23,20 @@ describe("the process guard", () => {
     expect(lines).toContain('process_unhandled_errors_total{kind="rejection"} 1');
     expect(lines).toContain('process_unhandled_errors_total{kind="exception"} 1');
   });
+
+  test("X2 (v5): before the service exists, an error nobody handled (a failed start) still stops the process: exit 1 and one line", async () => {
+    const child = Bun.spawn(
+      [process.execPath, join(import.meta.dir, "fixtures/unhandled.ts"), "--before-start"],
+      { stdout: "pipe", stderr: "pipe" },
+    );
+    const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    expect(code).toBe(1);
+    const lines = out.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0])).toMatchObject({
+      level: "error",
+      msg: "fixture cannot start: unhandled exception",
+      error: "no database",
+    });
+  });
 });

@@ -98,12 +98,19 @@ export async function healthcheckIfAsked(defaultPort: number): Promise<void> {
  * error's name, message and code, never its stack) and counted in
  * `process_unhandled_errors_total`, and the service goes on. Installed first thing in `main.ts`,
  * before the database is opened; `attach` hands it the service's own logger and metrics once
- * they exist (until then it writes with a logger of its own).
+ * the service exists. Until then such an error stops the process (exit 1) in one line: a start
+ * that failed must not look like one that ended.
  */
 export function keepRunningOnUnhandledErrors(service: string) {
   let logger: Logger = createLogger("error", { service });
-  let count = (_kind: string) => {};
+  let count: ((kind: string) => void) | undefined;
   const report = (kind: "rejection" | "exception") => (error: unknown) => {
+    if (!count) {
+      // Before `attach` the service is not running yet: a start that failed this way (a rejected
+      // top-level await) stops the process, as it would without this guard, in one line.
+      logger.error(`${service} cannot start: unhandled ${kind}`, describeError(error));
+      process.exit(1);
+    }
     count(kind);
     logger.error(`unhandled ${kind}`, describeError(error));
   };
