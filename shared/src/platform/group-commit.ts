@@ -133,7 +133,9 @@ export class GroupCommitQueue<Entry, Result> {
         for (const waiting of batch) waiting.fail(error);
         return;
       }
-      await Promise.all(batch.map((waiting) => this.commit([waiting])));
+      // One after another, in the order they came: of two entries with the same key, the first
+      // is stored and the later one is its duplicate (W5), as they would be had each come alone.
+      for (const waiting of batch) await this.commit([waiting]);
     }
   }
 }
