@@ -5,6 +5,7 @@ import {
   DiscardPolicy,
   type JetStreamClient,
   type JetStreamManager,
+  type JsMsg,
   type NatsConnection,
   nanos,
   RetentionPolicy,
@@ -228,5 +229,138 @@ export async function ensureConsumer(jsm: JetStreamManager, spec: ConsumerSpec):
     if ((error as { code?: string }).code !== "404" && !/not found/i.test(String(error)))
       throw error;
     await jsm.consumers.add(spec.stream, config);
+  }
+}
+
+export type HeldPullOptions = {
+  nats: NatsLink;
+  stream: string;
+  /** The durable pull consumer's name. */
+  consumer: string;
+  logger: Logger;
+  /** Names the loop in its log lines ("payment consumer", "refund request consumer"). */
+  name: string;
+  /** Applies one message and settles it (ack, nak or term); its promise ends when it is done. */
+  handle: (message: JsMsg) => Promise<void>;
+  /** Messages taken in and not yet handled, at most (M5); each fetch asks for the free places. */
+  maxInFlight: number;
+  /**
+   * B2: declares the durable consumer (or what it needs) again when it is gone: deleted, its
+   * stream re-created, or not made yet. Without it a missing consumer is retried every second.
+   */
+  declare?: () => Promise<void>;
+  /** How long a fetch's pull request stays open at JetStream (default 2 s). */
+  pullExpiresMs?: number;
+};
+
+/** How long after its `expires` a pull request is surely over at JetStream too. */
+const requestEndMarginMs = 500;
+
+/**
+ * O7 (v5), M5, B2: reads a durable pull consumer in short fetches, one pull request at a time,
+ * each for as many messages as there are free places, and hands each message to `handle`, many at
+ * once. It holds only what it fetched, so a stop gives everything back promptly:
+ *
+ * JetStream delivers to a pull request until the request is filled or expires; one whose
+ * subscriber has gone is noticed only on its next pass over the waiting requests, and a message
+ * sent there before that waits for the consumer's ack wait (30 s) to be handed out again. A nak
+ * while the request is still open does not help either: the message is sent again at once, to
+ * that same request. (`consume()` keeps such requests open all the time and buffers ahead, which
+ * is why a stopping `consume()` delayed messages by the ack wait.) So after `stop` the loop starts
+ * no new fetch; what the current one still brings is held, not handled, until JetStream has ended
+ * the request (at most `pullExpiresMs`), then given back (nak): JetStream hands it at once to
+ * another replica, or to this service after its restart.
+ *
+ * A consumer that is not found is declared again with `declare` (B2). Any other failure (NATS
+ * away, the consumer's leader lost) is logged and the loop pulls again a second later; a fetch's
+ * idle heartbeats and its end after `pullExpiresMs` bound how soon it notices (X1).
+ */
+export class HeldPull {
+  private running?: Promise<void>;
+  private stopped = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly pullExpiresMs: number;
+
+  constructor(private readonly options: HeldPullOptions) {
+    this.pullExpiresMs = options.pullExpiresMs ?? 2_000;
+  }
+
+  /** Starts pulling (once); safe to call again after every reconnect. */
+  start(): void {
+    if (this.running || this.stopped) return;
+    this.running = this.loop().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  /** Messages taken in and not yet handled. */
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Stops pulling, gives back what the last fetch still brings (see the class), and waits for
+   * the messages being handled, so a shutdown cuts none off midway (O7).
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.running;
+    // The loop has ended, so nothing joins the set any more.
+    await Promise.all(this.inFlight);
+  }
+
+  private async loop(): Promise<void> {
+    const { nats, stream, consumer: name, logger, maxInFlight } = this.options;
+    while (!this.stopped) {
+      try {
+        const js = nats.jetstream();
+        if (!js) throw new Error("nats is not connected");
+        const consumer = await js.consumers.get(stream, name).catch(async (error) => {
+          if (!this.options.declare || !notFound(error)) throw error;
+          logger.warn(`${this.options.name} not found; declaring it again`, describeError(error));
+          await this.options.declare();
+          return js.consumers.get(stream, name);
+        });
+        while (!this.stopped) {
+          // A quarter of the places free at least, so a busy consumer pulls in batches.
+          while (maxInFlight - this.inFlight.size < Math.max(1, maxInFlight / 4))
+            await Promise.race(this.inFlight);
+          if (this.stopped) break;
+          const requestEnds = Date.now() + this.pullExpiresMs + requestEndMarginMs;
+          const fetched = await consumer.fetch({
+            max_messages: maxInFlight - this.inFlight.size,
+            expires: this.pullExpiresMs,
+          });
+          const held: JsMsg[] = [];
+          try {
+            for await (const message of fetched) {
+              if (this.stopped) {
+                held.push(message);
+                continue;
+              }
+              const handled = this.options
+                .handle(message)
+                .catch((error) =>
+                  logger.warn(
+                    `${this.options.name}: a message was not handled; JetStream will redeliver it`,
+                    { subject: message.subject, ...describeError(error) },
+                  ),
+                )
+                .finally(() => this.inFlight.delete(handled));
+              this.inFlight.add(handled);
+            }
+          } finally {
+            // The fetch usually ends on JetStream's word, but also on nats.js's own timer
+            // (expires × 1.05), which can fire first on a busy event loop: wait until the request
+            // has expired at the server as well.
+            if (held.length > 0) await Bun.sleep(Math.max(0, requestEnds - Date.now()));
+            for (const message of held) message.nak();
+          }
+        }
+      } catch (error) {
+        if (!this.stopped) logger.warn(`${this.options.name} restarting`, describeError(error));
+      }
+      if (!this.stopped) await Bun.sleep(1000);
+    }
   }
 }

@@ -1,7 +1,7 @@
 import { type MessageTopology, parsePaymentMessage } from "@commerce/shared/contract/messages";
 import { describeError, type Logger } from "@commerce/shared/platform/logger";
 import type { Metrics } from "@commerce/shared/platform/metrics";
-import type { NatsLink } from "@commerce/shared/platform/nats";
+import { HeldPull, type NatsLink } from "@commerce/shared/platform/nats";
 import {
   inSpan,
   parseTraceparent,
@@ -40,13 +40,6 @@ export type PaymentConsumerDeps = {
 
 const decoder = new TextDecoder();
 /**
- * How long a fetch's pull request stays open at JetStream. A shutdown waits for the current one
- * to end (O7), so it is short; an idle consumer pulls again this often, which costs nothing.
- */
-const pullExpiresMs = 2_000;
-/** How long after its `expires` a pull request is surely over at JetStream too. */
-const requestEndMarginMs = 500;
-/**
  * M5: messages taken in at once (applied, or waiting for their batch or their order's turn). Each
  * holds its place until acked, well within the consumer's 30 s ack wait.
  */
@@ -70,10 +63,8 @@ export const defaultConcurrency = 8;
  * trace of the webhook request that caused it (O8), so its log line carries that `trace_id`.
  */
 export class PaymentConsumer {
-  private running?: Promise<void>;
-  private stopped = false;
-  /** Messages being applied. */
-  private readonly inFlight = new Set<Promise<void>>();
+  /** O7 (v5), M5, B2: the fetch/hold/give-back loop, shared with payments' refund requests. */
+  private readonly pull: HeldPull;
   /** An order's messages are applied one after another, in the order received. */
   private readonly perOrder = new OneAtATimePerKey<number>();
   private readonly generalPath: AtMost;
@@ -83,6 +74,16 @@ export class PaymentConsumer {
   constructor(private readonly deps: PaymentConsumerDeps) {
     this.generalPath = new AtMost(deps.concurrency ?? defaultConcurrency);
     this.batcher = new PaymentBatcher(deps.db, deps.topology);
+    this.pull = new HeldPull({
+      nats: deps.nats,
+      stream: deps.topology.payments.stream,
+      consumer: deps.topology.paymentEventsConsumer,
+      logger: deps.logger,
+      name: "payment consumer",
+      handle: (message) => this.handle(message),
+      maxInFlight,
+      declare: deps.declare,
+    });
     this.applied = deps.metrics.counter(
       "payment_messages_total",
       "Payment messages by outcome: a move (paid, refunded), payment_failed, duplicate, a review reason, invalid or failed",
@@ -102,71 +103,7 @@ export class PaymentConsumer {
 
   /** Starts pulling (once); safe to call again after every reconnect. */
   start(): void {
-    if (this.running || this.stopped) return;
-    this.running = this.loop().finally(() => {
-      this.running = undefined;
-    });
-  }
-
-  /**
-   * Pulls in fetches, one pull request at a time, each for as many messages as there are free
-   * places (M5), and applies what arrives. A fetch ends when JetStream says its request is over
-   * (filled, or expired after `pullExpiresMs`), so the server never holds a request of this
-   * process that its loop no longer reads (O7 v5: see `stop`).
-   */
-  private async loop(): Promise<void> {
-    const { nats, topology, logger } = this.deps;
-    while (!this.stopped) {
-      try {
-        const js = nats.jetstream();
-        if (!js) throw new Error("nats is not connected");
-        // B2: a deleted consumer (or stream re-created without it) is declared again here,
-        // instead of waiting for someone else to restore it.
-        const consumer = await js.consumers
-          .get(topology.payments.stream, topology.paymentEventsConsumer)
-          .catch(async (error) => {
-            if (!this.deps.declare || !/not found/i.test(String(error))) throw error;
-            logger.warn("payment consumer not found; declaring it again", describeError(error));
-            await this.deps.declare();
-            return js.consumers.get(topology.payments.stream, topology.paymentEventsConsumer);
-          });
-        while (!this.stopped) {
-          // A quarter of the places free at least, so a busy consumer pulls in batches, not one by one.
-          while (maxInFlight - this.inFlight.size < maxInFlight / 4)
-            await Promise.race(this.inFlight);
-          if (this.stopped) break;
-          // X1: the fetch's idle heartbeats (expires / 2) and its end after `expires` are how soon
-          // the loop pulls again after losing its NATS node or the consumer's leader.
-          const requestEnds = Date.now() + pullExpiresMs + requestEndMarginMs;
-          const fetched = await consumer.fetch({
-            max_messages: maxInFlight - this.inFlight.size,
-            expires: pullExpiresMs,
-          });
-          // O7 (v5): what arrives once the shutdown began is held, not applied, and given back
-          // once JetStream has ended the request, so it hands it out again at once.
-          const held: JsMsg[] = [];
-          try {
-            for await (const message of fetched) {
-              if (this.stopped) {
-                held.push(message);
-                continue;
-              }
-              const handled = this.handle(message).finally(() => this.inFlight.delete(handled));
-              this.inFlight.add(handled);
-            }
-          } finally {
-            // The fetch usually ends on JetStream's word, but it also ends on nats.js's own timer
-            // (expires × 1.05), which can fire first on a busy event loop: wait until the request
-            // has expired at the server as well.
-            if (held.length > 0) await Bun.sleep(Math.max(0, requestEnds - Date.now()));
-            for (const message of held) message.nak();
-          }
-        }
-      } catch (error) {
-        if (!this.stopped) logger.warn("payment consumer restarting", describeError(error));
-      }
-      if (!this.stopped) await Bun.sleep(1000);
-    }
+    this.pull.start();
   }
 
   private async handle(message: JsMsg): Promise<void> {
@@ -290,20 +227,11 @@ export class PaymentConsumer {
 
   /**
    * Stops pulling and waits for the messages being applied, so a shutdown cuts none off midway
-   * (O7). O7 (v5): the pull is drained, not dropped. JetStream delivers to a pull request until
-   * the request is filled or expires; one whose subscriber has gone is noticed only on its next
-   * pass over the waiting requests, and the message it sends there before that is lost until
-   * the consumer's ack wait (30 s) hands it out again. Giving a message back (nak) while the
-   * request is open does not help: it is sent again at once, to that request. So the loop starts
-   * no new fetch, and what the current one still brings is held until JetStream ends it (at most
-   * `pullExpiresMs`), then given back (nak): JetStream hands it at once to another replica, or to
-   * this api after its restart, and holds nothing for this process.
+   * (O7). O7 (v5): what the last fetch still brings is given back once JetStream has ended its
+   * pull request, so another replica (or this api after its restart) applies it at once, never
+   * after the consumer's ack wait (`HeldPull`).
    */
   async stop(): Promise<void> {
-    this.stopped = true;
-    await this.running;
-    // The loop has ended, so nothing joins the set any more; what is in it finishes before the
-    // database closes.
-    await Promise.all(this.inFlight);
+    await this.pull.stop();
   }
 }

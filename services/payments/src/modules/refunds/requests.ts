@@ -1,12 +1,12 @@
 import { type MessageTopology, parseRefundRequest } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
 import { describeError, type Logger } from "@commerce/shared/platform/logger";
-import { ensureConsumer, type NatsLink } from "@commerce/shared/platform/nats";
-import type { ConsumerMessages, JetStreamManager, JsMsg } from "nats";
+import { ensureConsumer, HeldPull, type NatsLink } from "@commerce/shared/platform/nats";
+import type { JetStreamManager, JsMsg } from "nats";
 import { recordRequest } from "./ledger";
 
-/** How long a pull waits; after a NATS node is lost the client pulls again within this. */
-const pullExpiresMs = 5000;
+/** Requests taken in at once; each is one short insert. */
+const maxInFlight = 16;
 
 /**
  * F2, N1: declares the durable consumer of `orders.refund_requested` on the api's `ORDERS` stream
@@ -40,12 +40,12 @@ export async function ensureRefundRequestConsumer(
 /**
  * F2: the idempotent consumer (microservices.io) of `orders.refund_requested`: each message is
  * recorded as a refund row (once per refund id) and acked after the commit; the refund worker is
- * kicked. A malformed message is terminated; a failed insert is nak'd and comes back.
+ * kicked. A malformed message is terminated; a failed insert is nak'd and comes back. O7 (v5): it
+ * reads through `HeldPull`, as the api's payment consumer does, so a payments restart gives back
+ * what it held at once instead of leaving it to the consumer's 30 s ack wait.
  */
 export class RefundRequests {
-  private messages?: ConsumerMessages;
-  private running?: Promise<void>;
-  private stopped = false;
+  private readonly pull: HeldPull;
 
   constructor(
     private readonly deps: {
@@ -55,38 +55,24 @@ export class RefundRequests {
       logger: Logger;
       recorded: () => void;
     },
-  ) {}
-
-  start(): void {
-    this.running ??= this.loop();
+  ) {
+    const { nats, topology, logger } = deps;
+    this.pull = new HeldPull({
+      nats,
+      stream: topology.orders.stream,
+      consumer: topology.refundRequestsConsumer,
+      logger,
+      name: "refund request consumer",
+      handle: (message) => this.record(message),
+      maxInFlight,
+      // Declared here, not in the NATS link's setup: payments is ready and takes notifications
+      // while the api (and its stream) is not there yet.
+      declare: async () => ensureRefundRequestConsumer(await nats.manager(), topology),
+    });
   }
 
-  private async loop(): Promise<void> {
-    const { nats, topology, logger } = this.deps;
-    while (!this.stopped) {
-      try {
-        const js = nats.jetstream();
-        if (!js) throw new Error("nats is not connected");
-        // Here, not in the NATS link's setup: payments is ready and takes notifications while the
-        // api (and its stream) is not there yet.
-        await ensureRefundRequestConsumer(await nats.manager(), topology);
-        const consumer = await js.consumers.get(
-          topology.orders.stream,
-          topology.refundRequestsConsumer,
-        );
-        this.messages = await consumer.consume({ max_messages: 64, expires: pullExpiresMs });
-        for await (const message of this.messages) {
-          if (this.stopped) {
-            message.nak();
-            continue;
-          }
-          await this.record(message);
-        }
-      } catch (error) {
-        if (!this.stopped) logger.warn("refund request consumer restarting", describeError(error));
-      }
-      if (!this.stopped) await Bun.sleep(1000);
-    }
+  start(): void {
+    this.pull.start();
   }
 
   private async record(message: JsMsg): Promise<void> {
@@ -126,8 +112,6 @@ export class RefundRequests {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.messages?.stop();
-    await this.running;
+    await this.pull.stop();
   }
 }
