@@ -11,10 +11,13 @@ import { signToken } from "@commerce/testing/basics";
 import { startWebhookReceiver } from "@commerce/testing/webhook-receiver";
 import postgres from "postgres";
 import { ApiClient, runCustomers } from "./chaos/customers";
-import { injectFaults } from "./chaos/faults";
+import { injectFaults, type Kind, kinds } from "./chaos/faults";
 import {
+  lostPaymentsRepaired,
   noOrderPaidTwice,
   notificationsOnce,
+  type ProviderBooks,
+  refundsSettled,
   reviewsExplained,
   stockConserved,
   webhooksDelivered,
@@ -25,14 +28,44 @@ import { markdownReport } from "./chaos/report";
 import { Stats } from "./chaos/stats";
 import { ChaosSystem } from "./chaos/system";
 
+/** F4: what the local Stripe and Adyen servers hold at the end. */
+function providerBooks(system: ChaosSystem): ProviderBooks {
+  const payments = new Map<string, number>();
+  const stripe = system.stripeApi.refunds().map((r) => ({
+    id: r.id,
+    paymentRef: r.payment_intent,
+    amount: r.amount,
+    status: r.status,
+    refundId: r.metadata.refund_id,
+  }));
+  const adyen = system.adyenApi.refunds().map((r) => ({
+    id: r.pspReference,
+    paymentRef: r.paymentPspReference,
+    amount: r.value,
+    success: r.success,
+  }));
+  for (const [ref, amount] of system.stripeApi.payments()) payments.set(ref, amount);
+  for (const [ref, amount] of system.adyenApi.payments()) payments.set(ref, amount);
+  return { stripe, adyen, payments };
+}
+
 const { values } = parseArgs({
   options: {
     minutes: { type: "string", default: "10" },
     base: { type: "string", default: "47800" },
     report: { type: "string" },
     seed: { type: "string" },
+    /** Only these kinds of fault (comma-separated, as the report names them); default all. */
+    faults: { type: "string" },
   },
 });
+const only = values.faults
+  ? values.faults.split(",").map((kind) => {
+      if (!kinds.includes(kind.trim() as Kind))
+        throw new Error(`--faults: "${kind}" is not one of: ${kinds.join(", ")}`);
+      return kind.trim() as Kind;
+    })
+  : kinds;
 const minutes = Number(values.minutes);
 // X5 (v5): every choice the run makes comes from this seed, which the report names.
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
@@ -88,7 +121,17 @@ try {
       })
       .catch(() => {});
   }, 2_000);
-  const providers = new Providers(system, stats);
+  const providers = new Providers(
+    system,
+    stats,
+    (orderId, body) =>
+      client.call("POST", `/api/orders/${orderId}/refunds`, admin, body).then((answer) => ({
+        status: answer.status,
+        json: answer.json ?? {},
+      })),
+    async (orderId) =>
+      (await sql`select status from api.orders where id = ${orderId}`.catch(() => []))[0]?.status,
+  );
   log(`workload and faults for ${minutes} min`);
   await Promise.all([
     runCustomers({
@@ -97,28 +140,44 @@ try {
       tracked,
       untracked,
       until: over,
-      pay: (o) => providers.pay(o),
+      pay: (o) => providers.accept(o),
       concurrency: 3,
     }),
-    injectFaults(system, stats, over, Math.min(45_000, (minutes * 60_000) / 6)),
+    injectFaults(
+      system,
+      stats,
+      over,
+      Math.min(45_000, (minutes * 60_000) / 6),
+      {
+        providers,
+        sql,
+      },
+      only,
+    ),
   ]);
+  providers.flushPool();
   const workloadSeconds = (Date.now() - workloadStart) / 1000;
   log("draining");
   const drainStart = Date.now();
   while (providers.inFlight > 0 && Date.now() - drainStart < 200_000) await Bun.sleep(500);
-  // Settled: every outbox row published and every delivery attempted to the end.
-  for (let quiet = 0; quiet < 3 && Date.now() - drainStart < 400_000; ) {
+  // Settled: every outbox row published, every delivery attempted to the end, every refund the
+  // shop asked for succeeded or failed (F3: payments asks again with a back-off that doubles up
+  // to 5 min, so a refund caught by the provider outage may take minutes).
+  for (let quiet = 0; quiet < 3 && Date.now() - drainStart < 600_000; ) {
     // B2: a message lost after JetStream's ack is published again within 60 s; until then its
     // notification is stored but not processed.
     const [row] = await sql`select
       (select count(*)::int from payments.outbox where published_at is null and dead_at is null) as p,
       (select count(*)::int from api.outbox where published_at is null and dead_at is null) as a,
       (select count(*)::int from api.webhook_deliveries where status = 'pending') as d,
+      (select count(*)::int from api.refunds r where r.status in ('requested', 'pending')
+        and not exists (select 1 from api.payment_reviews v where v.reason = 'refund_unknown'
+          and (v.message->>'refund_id')::bigint = r.id)) as r,
       (select count(*)::int from payments.notifications n where not exists (
         select 1 from api.processed_notifications p where p.notification_id = n.key)) as u`.catch(
       () => [undefined],
     );
-    quiet = row && row.p + row.a + row.d + row.u === 0 ? quiet + 1 : 0;
+    quiet = row && row.p + row.a + row.d + row.u + row.r === 0 ? quiet + 1 : 0;
     await Bun.sleep(2_000);
   }
   clearInterval(sampler);
@@ -129,6 +188,8 @@ try {
     await stockConserved(sql, initial, lowest),
     await webhooksDelivered(sql, receiver.received),
     await reviewsExplained(sql, stats),
+    await lostPaymentsRepaired(sql, stats),
+    await refundsSettled(sql, stats, providerBooks(system)),
   ];
   const [{ expired }] = await sql`select count(*)::int as expired from api.orders
     where cancel_reason = 'expired'`;

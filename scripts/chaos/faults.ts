@@ -1,8 +1,14 @@
+import type { ProviderFault } from "@commerce/testing/providers/provider-server";
+import type postgres from "postgres";
+import type { Providers } from "./provider";
 import { pick, random } from "./random";
 import type { Stats } from "./stats";
 import type { ChaosSystem } from "./system";
 
-type Kind =
+/** What a fault may use besides the system: the workload's providers and the database. */
+export type FaultContext = { providers: Providers; sql: postgres.Sql };
+
+export type Kind =
   | "api replica"
   | "payments"
   | "NATS node"
@@ -10,8 +16,9 @@ type Kind =
   | "paused api replica"
   | "paused NATS node"
   | "paused PostgreSQL primary"
-  | "acknowledged messages lost";
-const kinds: Kind[] = [
+  | "acknowledged messages lost"
+  | "provider APIs failing";
+export const kinds: Kind[] = [
   "api replica",
   "payments",
   "NATS node",
@@ -20,7 +27,29 @@ const kinds: Kind[] = [
   "paused NATS node",
   "paused PostgreSQL primary",
   "acknowledged messages lost",
+  "provider APIs failing",
 ];
+
+/**
+ * X5 (v5), B4, F3: how long the local Stripe and Adyen APIs fail: longer than payments' circuit
+ * (five calls without an answer open it for 30 s), so the circuit opens and closes again.
+ */
+const providerOutageMs = 40_000;
+
+/**
+ * What a refund request meets during a provider outage: a 503 (nothing done), a timeout past
+ * payments' 10 s call timeout with or without the refund made, or the refund made and the
+ * connection reset before its answer (an answer lost after the provider acted: F2's idempotency
+ * key must make the retry return that refund, not a second one).
+ */
+function outageFault(): { name: string; fault: ProviderFault } {
+  const r = random();
+  if (r < 0.4) return { name: "503", fault: { kind: "status", status: 503 } };
+  if (r < 0.6) return { name: "timeout", fault: { kind: "timeout", ms: 15_000, made: false } };
+  if (r < 0.8)
+    return { name: "timeout after the refund", fault: { kind: "timeout", ms: 15_000, made: true } };
+  return { name: "answer lost after the refund", fault: { kind: "reset", made: true } };
+}
 
 /**
  * X5 (v5): longer than every timeout of the part paused: the payment consumer's 30 s ack wait (so
@@ -47,14 +76,16 @@ export async function injectFaults(
   stats: Stats,
   until: () => boolean,
   gapMs: number,
+  context: FaultContext,
+  only: Kind[] = kinds,
 ): Promise<void> {
   let round: Kind[] = [];
   await Bun.sleep(gapMs * (0.5 + random()));
   while (!until()) {
-    if (!round.length) round = shuffled(kinds);
+    if (!round.length) round = shuffled(only);
     const kind = round.shift() as Kind;
     try {
-      await inject(system, stats, kind);
+      await inject(system, stats, kind, context);
     } catch (error) {
       stats.fault("could not restore", kind, String(error).slice(0, 200));
     }
@@ -62,7 +93,12 @@ export async function injectFaults(
   }
 }
 
-async function inject(system: ChaosSystem, stats: Stats, kind: Kind): Promise<void> {
+async function inject(
+  system: ChaosSystem,
+  stats: Stats,
+  kind: Kind,
+  context: FaultContext,
+): Promise<void> {
   const down = () => Bun.sleep(2_000 + random() * 4_000);
   switch (kind) {
     case "api replica":
@@ -131,23 +167,93 @@ async function inject(system: ChaosSystem, stats: Stats, kind: Kind): Promise<vo
       console.log(`[chaos] ${stats.clock(Date.now())} ${leader}: ${fault.note}`);
       return;
     }
-    case "acknowledged messages lost": {
-      // The api consumes within milliseconds: its replicas are paused for longer than a pull
-      // request lives (2 s), so what payments publishes meanwhile is acknowledged and not yet
-      // handed out; up to three of those are deleted, then the replicas are woken.
-      const fault = stats.fault("deleted after ack", "payments stream");
-      for (const api of system.apis) process.kill(api.pid, "SIGSTOP");
-      try {
-        await Bun.sleep(4_000);
-        const lost = await system.loseRecentPaymentMessages(3);
-        fault.note = lost.length
-          ? `sequences ${lost.join(", ")}, with both api replicas paused 4 s`
-          : "none unconsumed at that moment";
-      } finally {
-        for (const api of system.apis) process.kill(api.pid, "SIGCONT");
-      }
+    case "acknowledged messages lost":
+      return loseAcknowledgedMessages(system, stats, context);
+    case "provider APIs failing": {
+      const fault = stats.fault(
+        "provider APIs failing",
+        "Stripe and Adyen",
+        `${providerOutageMs / 1000} s of 503s, timeouts and answers lost after the refund`,
+      );
+      let met = 0;
+      const pickFault = () => {
+        const { name, fault } = outageFault();
+        met++;
+        stats.providerFaults.set(name, (stats.providerFaults.get(name) ?? 0) + 1);
+        return fault;
+      };
+      system.stripeApi.server.startOutage(pickFault);
+      system.adyenApi.server.startOutage(pickFault);
+      await Bun.sleep(providerOutageMs);
+      system.stripeApi.server.endOutage();
+      system.adyenApi.server.endOutage();
       fault.backAt = Date.now();
+      fault.note += `; ${met} refund requests met a fault`;
       return;
     }
   }
+}
+
+/**
+ * X5 (v5), B2: both api replicas are paused for longer than a pull request lives (2 s), then
+ * orders the workload kept unpaid (the pool) are paid, so payments publishes their messages and
+ * JetStream acknowledges them while no consumer is there to take them; up to three of those are
+ * deleted from the stream, and the replicas are woken. The fault lasts until the api has applied
+ * each deleted payment (B2 publishes it again within 60 s of its publication) or 120 s, and notes
+ * how much `money_path_gaps_found_total` grew meanwhile (no other fault runs, so payments is not
+ * restarted in between).
+ */
+async function loseAcknowledgedMessages(
+  system: ChaosSystem,
+  stats: Stats,
+  { providers, sql }: FaultContext,
+): Promise<void> {
+  const fault = stats.fault("deleted after ack", "payments stream");
+  const gapsBefore = await system.paymentsMetric("money_path_gaps_found_total");
+  for (const api of system.apis) process.kill(api.pid, "SIGSTOP");
+  let lost: Awaited<ReturnType<ChaosSystem["loseRecentPaymentMessages"]>> = [];
+  let paid = 0;
+  try {
+    await Bun.sleep(3_000);
+    paid = await Promise.race([providers.payPooled(5), Bun.sleep(15_000).then(() => 0)]);
+    lost = await system.loseRecentPaymentMessages(3);
+  } finally {
+    for (const api of system.apis) process.kill(api.pid, "SIGCONT");
+  }
+  fault.backAt = Date.now();
+  if (!lost.length) {
+    fault.note = `none unconsumed at that moment (${paid} pooled orders paid while paused)`;
+    return;
+  }
+  const records = lost.map((m) => ({ ...m, appliedAt: undefined as number | undefined }));
+  stats.lostPayments.push(...records);
+  const deadline = Date.now() + 120_000;
+  while (records.some((r) => r.appliedAt === undefined) && Date.now() < deadline) {
+    const ids = records.filter((r) => r.appliedAt === undefined).map((r) => r.notificationId);
+    const rows = await sql`select notification_id, processed_at from api.processed_notifications
+      where notification_id = any(${ids})`.catch(() => []);
+    for (const row of rows) {
+      const record = records.find((r) => r.notificationId === row.notification_id);
+      if (record) record.appliedAt = new Date(row.processed_at).getTime();
+    }
+    await Bun.sleep(1_000);
+  }
+  const gapsAfter = await system.paymentsMetric("money_path_gaps_found_total");
+  const grew =
+    gapsBefore === undefined || gapsAfter === undefined ? undefined : gapsAfter - gapsBefore;
+  stats.gapsCounted += grew ?? 0;
+  const applied = records
+    .map(
+      (r) =>
+        `seq ${r.seq} (order ${r.orderId}) ${
+          r.appliedAt === undefined
+            ? "not applied within 120 s"
+            : `applied ${((r.appliedAt - r.publishedAt) / 1000).toFixed(1)} s after publication`
+        }`,
+    )
+    .join("; ");
+  fault.note =
+    `${lost.length} deleted of ${paid} pooled orders paid with both api replicas paused: ${applied}; ` +
+    `money_path_gaps_found_total +${grew ?? "unknown (payments not answering)"}`;
+  console.log(`[chaos] ${stats.clock(Date.now())} ${fault.note}`);
 }

@@ -141,6 +141,8 @@ export async function reviewsExplained(sql: Sql, stats: Stats): Promise<Verdict>
   const refunded = new Set(
     stats.notifications.filter((n) => n.kind === "refund").map((n) => n.orderId),
   );
+  // F3: a refund the shop asked for whose outcome stayed unknown past REFUND_GIVE_UP_HOURS.
+  const askedRefund = new Set(stats.refunds.map((r) => r.orderId));
   const byReason = new Map<string, number>();
   const violations: string[] = [];
   for (const review of reviews) {
@@ -148,6 +150,7 @@ export async function reviewsExplained(sql: Sql, stats: Stats): Promise<Verdict>
     const explained =
       (review.reason === "duplicate_payment" && secondPaid.has(Number(review.order_id))) ||
       (review.reason === "refund_not_applicable" && refunded.has(Number(review.order_id))) ||
+      (review.reason === "refund_unknown" && askedRefund.has(Number(review.order_id))) ||
       // A payment that landed after the order was cancelled or expired (the workload cancels
       // some; an outage may outlast ORDER_TTL_SECONDS) and could not take its stock again.
       (review.reason === "order_not_payable" && review.status === "cancelled");
@@ -160,5 +163,213 @@ export async function reviewsExplained(sql: Sql, stats: Stats): Promise<Verdict>
     "every open review explained by the workload",
     violations,
     `${reviews.length} open: ${[...byReason].map(([r, n]) => `${r} ${n}`).join(", ") || "none"}`,
+  );
+}
+
+/**
+ * B2: every payment message deleted from the stream after JetStream's ack (the lost-messages
+ * fault) was found and published again by payments' anti-entropy check and applied once by the
+ * api, within 60 s of its publication plus the api's pause (the fault keeps both replicas asleep
+ * for a few seconds after publication; the run's drain is not counted here), and
+ * `money_path_gaps_found_total` grew by at least as many as were deleted.
+ */
+export async function lostPaymentsRepaired(sql: Sql, stats: Stats): Promise<Verdict> {
+  const lost = stats.lostPayments;
+  const violations: string[] = [];
+  if (!lost.length)
+    return verdict("messages lost after the ack found and applied again (B2)", [], "none deleted");
+  const ids = lost.map((m) => m.notificationId);
+  const processed = new Map<string, Date>(
+    (
+      await sql`select notification_id, processed_at from api.processed_notifications
+        where notification_id = any(${ids})`
+    ).map((r) => [r.notification_id, r.processed_at]),
+  );
+  const entries = new Map<string, number>(
+    (
+      await sql`select notification_id, count(*)::int as n from api.order_events
+        where notification_id = any(${ids}) group by notification_id`
+    ).map((r) => [r.notification_id, r.n]),
+  );
+  const resent = new Map<string, number>(
+    (
+      await sql`select payload->>'notification_id' as id, count(*)::int as n from payments.outbox
+        where message_id like '%:resend:%' and payload->>'notification_id' = any(${ids})
+        group by 1`
+    ).map((r) => [r.id, r.n]),
+  );
+  const paidEvents = new Map<number, number>(
+    (
+      await sql`select order_id, count(*)::int as n from api.order_events
+        where type = 'paid' and order_id = any(${lost.map((m) => m.orderId)}) group by order_id`
+    ).map((r) => [Number(r.order_id), r.n]),
+  );
+  const delays: number[] = [];
+  for (const m of lost) {
+    const at = processed.get(m.notificationId);
+    if (!at) {
+      violations.push(`${m.notificationId} (seq ${m.seq}): never applied by the api`);
+      continue;
+    }
+    const seconds = (at.getTime() - m.publishedAt) / 1000;
+    delays.push(seconds);
+    // 60 s of B2 plus the seconds the fault kept the api paused after the publication.
+    if (seconds > 70)
+      violations.push(`${m.notificationId}: applied ${seconds.toFixed(1)} s after publication`);
+    if (!resent.has(m.notificationId))
+      violations.push(`${m.notificationId}: applied without a B2 resend (who delivered it?)`);
+    if ((entries.get(m.notificationId) ?? 0) !== 1)
+      violations.push(
+        `${m.notificationId}: ${entries.get(m.notificationId) ?? 0} timeline entries`,
+      );
+    if ((paidEvents.get(m.orderId) ?? 0) !== 1)
+      violations.push(`order ${m.orderId}: paid ${paidEvents.get(m.orderId) ?? 0} times (want 1)`);
+  }
+  if (stats.gapsCounted < lost.length)
+    violations.push(
+      `money_path_gaps_found_total grew by ${stats.gapsCounted} across the faults, fewer than the ${lost.length} deleted`,
+    );
+  const slowest = delays.length ? Math.max(...delays).toFixed(1) : "—";
+  return verdict(
+    "messages lost after the ack found and applied again (B2)",
+    violations,
+    `${lost.length} deleted, ${processed.size} applied (each order paid once), slowest ${slowest} s ` +
+      `after publication; money_path_gaps_found_total +${stats.gapsCounted}`,
+  );
+}
+
+/** What the local provider servers hold, for F4's comparison. */
+export type ProviderBooks = {
+  /** Stripe: every refund, with the shop's refund id from its metadata. */
+  stripe: { id: string; paymentRef: string; amount: number; status: string; refundId?: string }[];
+  /** Adyen: every refund (success true or false). */
+  adyen: { id: string; paymentRef: string; amount: number; success: boolean }[];
+  /** The amount of each payment the providers hold, by its reference. */
+  payments: Map<string, number>;
+};
+
+/**
+ * F4: under the faults, the money agrees. The provider holds at most one refund per refund id;
+ * refunds never sum to more than the payment, here or at the provider; every refund asked for
+ * ended succeeded, failed or in a `refund_unknown` review; what the provider refunded is what the
+ * shop recorded as succeeded, and is the order's `refunded_amount`; an order refunded in full is
+ * `refunded`, with one `refunded` timeline entry per refund (the partial ones and the move, once).
+ */
+export async function refundsSettled(
+  sql: Sql,
+  stats: Stats,
+  books: ProviderBooks,
+): Promise<Verdict> {
+  const violations: string[] = [];
+  const asked = stats.refunds;
+  const orderIds = [...new Set(asked.map((r) => r.orderId))];
+  const rows = await sql`select id, order_id, amount, status, provider, payment_ref,
+      provider_refund_id from api.refunds where order_id = any(${orderIds})`;
+  const unknown = new Set(
+    (
+      await sql`select (message->>'refund_id')::bigint as refund_id from api.payment_reviews
+        where reason = 'refund_unknown'`
+    ).map((r) => Number(r.refund_id)),
+  );
+  const orders = new Map<number, { amount: number; status: string; refunded_amount: number }>(
+    (
+      await sql`select id, amount, status, refunded_amount from api.orders
+        where id = any(${orderIds})`
+    ).map((r) => [
+      Number(r.id),
+      { amount: Number(r.amount), status: r.status, refunded_amount: Number(r.refunded_amount) },
+    ]),
+  );
+  const refundedEntries = new Map<number, number>(
+    (
+      await sql`select order_id, count(*)::int as n from api.order_events
+        where type = 'refunded' and order_id = any(${orderIds}) group by order_id`
+    ).map((r) => [Number(r.order_id), r.n]),
+  );
+  const byId = new Map(rows.map((r) => [Number(r.id), r]));
+  const outcomes = new Map<string, number>();
+  for (const r of asked) {
+    const row = byId.get(r.refundId);
+    const outcome = !row
+      ? "missing"
+      : row.status === "succeeded" || row.status === "failed"
+        ? row.status
+        : unknown.has(r.refundId)
+          ? "refund_unknown review"
+          : row.status;
+    outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+    if (!["succeeded", "failed", "refund_unknown review"].includes(outcome))
+      violations.push(`refund ${r.refundId} of order ${r.orderId}: ${outcome} at the end`);
+  }
+  // At the provider: one refund per refund id, each one the shop knows.
+  const stripeByRefund = new Map<string, number>();
+  for (const refund of books.stripe)
+    if (refund.refundId)
+      stripeByRefund.set(refund.refundId, (stripeByRefund.get(refund.refundId) ?? 0) + 1);
+  for (const [refundId, n] of stripeByRefund)
+    if (n > 1) violations.push(`Stripe holds ${n} refunds for refund ${refundId}`);
+  const known = new Set(rows.map((r) => r.provider_refund_id).filter(Boolean));
+  for (const refund of [...books.stripe, ...books.adyen])
+    if (!known.has(refund.id))
+      violations.push(
+        `provider refund ${refund.id} of ${refund.paymentRef}: no shop refund has it`,
+      );
+  const providerRefunded = new Map<string, number>();
+  for (const r of books.stripe)
+    if (r.status === "succeeded" || r.status === "pending")
+      providerRefunded.set(r.paymentRef, (providerRefunded.get(r.paymentRef) ?? 0) + r.amount);
+  for (const r of books.adyen)
+    if (r.success)
+      providerRefunded.set(r.paymentRef, (providerRefunded.get(r.paymentRef) ?? 0) + r.amount);
+  for (const [ref, sum] of providerRefunded)
+    if (sum > (books.payments.get(ref) ?? 0))
+      violations.push(`payment ${ref}: the provider refunded ${sum} of ${books.payments.get(ref)}`);
+  // Here: per order, never more than paid; the books equal the provider's; refunded once.
+  let full = 0;
+  let partly = 0;
+  for (const orderId of orderIds) {
+    const order = orders.get(orderId);
+    if (!order) continue;
+    const mine = rows.filter((r) => Number(r.order_id) === orderId);
+    const requested = mine
+      .filter((r) => r.status !== "failed")
+      .reduce((sum, r) => sum + Number(r.amount), 0);
+    const succeeded = mine.filter((r) => r.status === "succeeded");
+    const made = succeeded.reduce((sum, r) => sum + Number(r.amount), 0);
+    if (requested > order.amount)
+      violations.push(`order ${orderId}: refunds of ${requested} recorded for ${order.amount}`);
+    const ref = mine[0]?.payment_ref;
+    const atProvider = providerRefunded.get(ref) ?? 0;
+    if (atProvider !== made)
+      violations.push(
+        `order ${orderId}: the provider refunded ${atProvider}, the shop recorded ${made} as succeeded`,
+      );
+    if (order.refunded_amount !== made)
+      violations.push(
+        `order ${orderId}: refunded_amount ${order.refunded_amount}, refunds ${made}`,
+      );
+    if (made === order.amount) {
+      full++;
+      if (order.status !== "refunded")
+        violations.push(`order ${orderId}: refunded in full but ${order.status}`);
+    } else if (made > 0) {
+      partly++;
+      if (order.status !== "paid")
+        violations.push(
+          `order ${orderId}: refunded ${made} of ${order.amount} but ${order.status}`,
+        );
+    }
+    if ((refundedEntries.get(orderId) ?? 0) !== succeeded.length)
+      violations.push(
+        `order ${orderId}: ${refundedEntries.get(orderId) ?? 0} refunded timeline entries for ${succeeded.length} refunds`,
+      );
+  }
+  return verdict(
+    "refunds: one per refund id at the provider, never more than paid, each settled, books agree (F4)",
+    violations,
+    `${asked.length} refunds asked for ${orderIds.length} orders: ` +
+      `${[...outcomes].map(([o, n]) => `${o} ${n}`).join(", ") || "none"}; ` +
+      `${full} orders refunded in full, ${partly} in part; at the providers ` +
+      `${books.stripe.length} Stripe and ${books.adyen.length} Adyen refunds`,
   );
 }

@@ -92,19 +92,44 @@ function prepare(provider: Provider, kind: Kind, order: Placed, paymentRef: stri
   };
 }
 
+/** The api's answer to a refund request, as `ApiClient.call` gives it. */
+type RefundAsk = (
+  orderId: number,
+  body: { amount?: number; note: string },
+) => Promise<{ status: number; json: { refund_id?: number; amount?: number } }>;
+
+/** Paid orders of these providers are refunded through the api (F1), the rest by notification. */
+const refundedThroughApi = (provider: Provider): provider is "stripe" | "adyen" =>
+  provider !== "generic";
+
+/** X5 (v5): orders kept unpaid for the lost-messages fault, at most this many, this young. */
+const poolSize = 6;
+const poolMaxAgeMs = 40_000;
+
 /**
  * X5: the payment providers: each paid order is paid through one of the three (in turn); a
  * non-2xx answer or a lost connection is retried with back-off (honouring Retry-After) for up to
  * three minutes. Some accepted notifications are sent again (duplicates, W5), some orders are
  * refunded afterwards, and a few are paid a second time under a new id (a review, L2).
+ *
+ * (v5) A Stripe or Adyen payment is first made at the local provider server (a PaymentIntent, an
+ * Adyen payment), so the shop can refund it there: about a fifth of those orders are refunded
+ * through `POST /api/orders/{id}/refunds` (F1): all at once, a part, or a part and then the rest,
+ * and now and then two full refunds at once (one must be refused 409). Orders paid through the
+ * generic provider are refunded by its `payment.refunded` notification as before. A few orders
+ * are kept unpaid in a pool (young enough not to expire), for the lost-messages fault to pay
+ * while the api is paused.
  */
 export class Providers {
   private turn = 0;
   inFlight = 0;
+  private readonly pool: { order: Placed; at: number }[] = [];
 
   constructor(
     private readonly system: ChaosSystem,
     private readonly stats: Stats,
+    private readonly askRefund: RefundAsk,
+    private readonly orderStatus: (orderId: number) => Promise<string | undefined>,
   ) {}
 
   private async attempt(prepared: Prepared): Promise<number | "connection error"> {
@@ -141,7 +166,14 @@ export class Providers {
     return false;
   }
 
-  private async send(provider: Provider, kind: Kind, order: Placed, ref: string, again = false) {
+  private async send(
+    provider: Provider,
+    kind: Kind,
+    order: Placed,
+    ref: string,
+    again = false,
+    onAccepted?: () => void,
+  ) {
     const prepared = prepare(provider, kind, order, ref);
     const sent: SentNotification = {
       provider,
@@ -154,6 +186,7 @@ export class Providers {
     };
     this.stats.notifications.push(sent);
     const accepted = await this.deliver(prepared, sent);
+    if (accepted) onAccepted?.();
     if (accepted && again) {
       // W5: the same notification once more, as a provider that missed the answer would.
       const repeat: SentNotification = { ...sent, duplicate: true, attempts: 0, status: "gave up" };
@@ -163,23 +196,71 @@ export class Providers {
     return accepted;
   }
 
-  /** Pays one order (and perhaps repeats, refunds or pays it twice), in the background. */
-  pay(order: Placed): void {
+  /**
+   * An order the customer pays: most are paid now; a few wait in the pool (while it has room)
+   * for the lost-messages fault. Orders that waited too long are paid now.
+   */
+  accept(order: Placed): void {
+    const now = Date.now();
+    while (this.pool.length && now - this.pool[0].at > poolMaxAgeMs)
+      void this.pay((this.pool.shift() as { order: Placed }).order);
+    if (this.pool.length < poolSize && random() < 0.06) this.pool.push({ order, at: now });
+    else void this.pay(order);
+  }
+
+  /**
+   * X5 (v5): pays up to `count` pooled orders now (no repeats, refunds or second payments) and
+   * answers once payments has accepted each: their messages are then in the payments stream.
+   */
+  async payPooled(count: number): Promise<number> {
+    const taken = this.pool.splice(-count);
+    const accepted = await Promise.all(taken.map(({ order }) => this.pay(order, false)));
+    return accepted.filter(Boolean).length;
+  }
+
+  /** Whatever is left in the pool, paid (the workload is over). */
+  flushPool(): void {
+    for (const { order } of this.pool.splice(0)) void this.pay(order);
+  }
+
+  /**
+   * Pays one order, answering whether payments accepted the payment; with `extras`, perhaps
+   * repeats, refunds or pays it twice afterwards, in the background.
+   */
+  pay(order: Placed, extras = true): Promise<boolean> {
     const provider = providers[this.turn++ % providers.length];
     const ref =
       provider === "stripe"
         ? `pi_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`
         : String(Math.floor(random() * 9e15) + 1e15);
+    // The payment the provider holds, so a refund of it can be asked for (F2).
+    if (provider === "stripe")
+      this.system.stripeApi.paymentIntent(order.amount, order.currency, order.orderId, ref);
+    if (provider === "adyen")
+      this.system.adyenApi.payment(order.amount, order.currency, order.orderId, ref);
+    const again = extras && random() < 0.1;
+    const fate = extras ? random() : 1;
     this.inFlight++;
+    let paid!: (accepted: boolean) => void;
+    const accepted = new Promise<boolean>((resolve) => {
+      paid = resolve;
+    });
     void (async () => {
       try {
-        const paid = await this.send(provider, "payment", order, ref, random() < 0.1);
-        if (!paid) return;
-        const fate = random();
-        if (fate < 0.1) {
+        let ok = false;
+        try {
+          // Accepted once the first delivery is (a repeat may still be on its way).
+          ok = await this.send(provider, "payment", order, ref, again, () => paid(true));
+        } finally {
+          paid(ok);
+        }
+        if (!ok) return;
+        if (refundedThroughApi(provider) && fate < 0.2)
+          await this.refundThroughApi(provider, order, ref, fate);
+        else if (!refundedThroughApi(provider) && fate < 0.1) {
           await Bun.sleep(500 + random() * 2_000);
           await this.send(provider, "refund", order, ref);
-        } else if (fate < 0.13) {
+        } else if (fate >= 0.2 && fate < 0.23) {
           const other =
             provider === "stripe"
               ? `pi_${crypto.randomUUID().slice(0, 8)}`
@@ -190,5 +271,56 @@ export class Providers {
         this.inFlight--;
       }
     })();
+    return accepted;
+  }
+
+  /**
+   * F1: refunds a paid order through the api once it is paid there: all of it (half of them), a
+   * part (a quarter), a part and then the rest (a sixth), or two full refunds at once (the rest:
+   * one is 202, the other 409, F1 "also under concurrent requests").
+   */
+  private async refundThroughApi(
+    provider: "stripe" | "adyen",
+    order: Placed,
+    paymentRef: string,
+    fate: number,
+  ): Promise<void> {
+    const deadline = Date.now() + 120_000;
+    await Bun.sleep(500 + random() * 2_000);
+    while ((await this.orderStatus(order.orderId)) !== "paid") {
+      if (Date.now() > deadline) return;
+      await Bun.sleep(1_000);
+    }
+    const share = fate / 0.2;
+    const part = Math.max(1, Math.floor(order.amount * (0.2 + random() * 0.6)));
+    const ask = async (kind: "full" | "partial" | "rest", amount?: number) => {
+      const answer = await this.askRefund(order.orderId, {
+        ...(amount === undefined ? {} : { amount }),
+        note: `chaos ${kind} refund`,
+      });
+      this.stats.refundAnswers.set(
+        String(answer.status),
+        (this.stats.refundAnswers.get(String(answer.status)) ?? 0) + 1,
+      );
+      if (answer.status === 202 && answer.json.refund_id !== undefined)
+        this.stats.refunds.push({
+          refundId: Number(answer.json.refund_id),
+          orderId: order.orderId,
+          provider,
+          paymentRef,
+          amount: Number(answer.json.amount),
+          orderAmount: order.amount,
+          kind,
+          requestedAt: Date.now(),
+        });
+      return answer.status;
+    };
+    if (share < 0.5) await ask("full");
+    else if (share < 0.75) await ask("partial", part);
+    else if (share < 0.92) {
+      if ((await ask("partial", part)) !== 202) return;
+      await Bun.sleep(1_000 + random() * 5_000);
+      await ask("rest");
+    } else await Promise.all([ask("full"), ask("full")]);
   }
 }

@@ -75,6 +75,16 @@ export function markdownReport(stats: Stats, verdicts: Verdict[], facts: RunFact
       `of which refunds ${first.filter((n) => n.kind === "refund").length} and second payments ` +
       `${first.filter((n) => n.kind === "second payment").length}; duplicates re-sent and accepted: ` +
       `${accepted.length - first.length}; given up after 3 min: ${gaveUp}; HTTP attempts: ${attempts}.`,
+    `- Refunds asked through \`POST /api/orders/{id}/refunds\` (F1): ${stats.refunds.length} accepted ` +
+      `(${(["full", "partial", "rest"] as const)
+        .map((k) => `${k} ${stats.refunds.filter((r) => r.kind === k).length}`)
+        .join(", ")}; Stripe ${stats.refunds.filter((r) => r.provider === "stripe").length}, ` +
+      `Adyen ${stats.refunds.filter((r) => r.provider === "adyen").length}); answers in the end: ` +
+      `${[...stats.refundAnswers].map(([status, n]) => `${status} ${n}`).join(", ") || "none"}. ` +
+      `Refund requests at the provider servers that met an outage's fault: ` +
+      `${[...stats.providerFaults].map(([kind, n]) => `${kind} ${n}`).join(", ") || "none"}.`,
+    `- Payment messages deleted from the stream after JetStream's ack: ${stats.lostPayments.length} ` +
+      `(money_path_gaps_found_total grew by ${stats.gapsCounted} across those faults).`,
     "",
     "## Answers (every attempt, by service and status)",
     "",

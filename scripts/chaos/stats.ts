@@ -14,12 +14,44 @@ export type SentNotification = {
   acceptedAt?: number;
 };
 
+/** F1: a refund the workload asked the api for, answered 202. */
+export type RequestedRefund = {
+  refundId: number;
+  orderId: number;
+  provider: "stripe" | "adyen";
+  paymentRef: string;
+  /** What the api answered it refunds (minor units). */
+  amount: number;
+  /** The order's amount. */
+  orderAmount: number;
+  kind: "full" | "partial" | "rest";
+  requestedAt: number;
+};
+
+/** X5 (v5): a payment message deleted after JetStream's ack, and when B2 had it applied. */
+export type LostPayment = {
+  seq: number;
+  notificationId: string;
+  orderId: number;
+  publishedAt: number;
+  /** When the api had processed it (undefined: not seen within the fault's wait). */
+  appliedAt?: number;
+};
+
 export class Stats {
   readonly startedAt = Date.now();
   readonly faults: Fault[] = [];
   readonly notifications: SentNotification[] = [];
   /** Answers by service and status ("api 503", "payments 200", "api connection error"). */
   readonly answers = new Map<string, number>();
+  readonly refunds: RequestedRefund[] = [];
+  /** F1: refund requests by what the api answered in the end ("202", "409"...). */
+  readonly refundAnswers = new Map<string, number>();
+  readonly lostPayments: LostPayment[] = [];
+  /** `money_path_gaps_found_total` grew by this much across the lost-messages faults (B2). */
+  gapsCounted = 0;
+  /** Refund requests to the provider servers that met an outage's fault, by kind. */
+  readonly providerFaults = new Map<string, number>();
   ordersPlaced = 0;
   ordersRefusedNoStock = 0;
   ordersCancelled = 0;

@@ -4,19 +4,34 @@ import { ServiceProcess, serviceCommand } from "@commerce/testing/launch";
 import { PrivateNats } from "@commerce/testing/nats-server";
 import { PatroniCluster } from "@commerce/testing/patroni-cluster";
 import { providersEnv } from "@commerce/testing/provider-requests";
+import { type AdyenApi, startAdyenApi } from "@commerce/testing/providers/adyen-api";
+import { type StripeApi, startStripeApi } from "@commerce/testing/providers/stripe-api";
 import { connect } from "nats";
 import postgres from "postgres";
+
+/** X5 (v5): a message deleted from the payments stream after JetStream acknowledged it. */
+export type LostMessage = {
+  seq: number;
+  notificationId: string;
+  orderId: number;
+  /** When JetStream stored it (its publication). */
+  publishedAt: number;
+};
 
 /**
  * X5: the whole system on loopback, every port fixed from `base` (the run's own range): a Patroni
  * cluster (base..base+30), a three-node NATS cluster (base+50..), two api replicas and payments
- * (base+60..), each a real process that the chaos run may SIGKILL and start again.
+ * (base+60..), each a real process that the chaos run may SIGKILL and start again; (v5) the local
+ * Stripe and Adyen API servers (`test/harness/providers/`, on free ports) as payments'
+ * STRIPE_API_URL and ADYEN_CHECKOUT_URL, for the refunds the shop asks for (section 19).
  */
 export class ChaosSystem {
   readonly cluster: PatroniCluster;
   readonly nats: PrivateNats[] = [];
   readonly apis: ServiceProcess[] = [];
   payments!: ServiceProcess;
+  stripeApi!: StripeApi;
+  adyenApi!: AdyenApi;
   readonly prefix = `chaos${Date.now().toString(36)}`;
 
   constructor(
@@ -41,6 +56,9 @@ export class ChaosSystem {
     await admin.unsafe("create database chaos");
     await admin.end({ timeout: 1 });
     await this.startNats();
+    this.stripeApi = await startStripeApi();
+    // Adyen retries a notification for days; here for as long as the run drains.
+    this.adyenApi = await startAdyenApi({ notifyForMs: 300_000 });
     const env = {
       DATABASE_URL: this.databaseUrl,
       NATS_URL: this.natsUrl,
@@ -49,6 +67,11 @@ export class ChaosSystem {
       AUTH_JWT_SECRET: jwtSecret,
       PAYMENT_WEBHOOK_SECRETS: webhookSecret,
       ...providersEnv,
+      // F2 (section 19): refunds through the providers' APIs, the local servers.
+      STRIPE_API_KEY: this.stripeApi.apiKey,
+      STRIPE_API_URL: this.stripeApi.url,
+      ADYEN_API_KEY: this.adyenApi.apiKey,
+      ADYEN_CHECKOUT_URL: this.adyenApi.checkoutUrl,
       RATE_LIMIT_RPS: "0",
       HOLD_MAX_ORDERS: "0",
       HOLD_MAX_UNITS: "0",
@@ -75,6 +98,7 @@ export class ChaosSystem {
       service("api", "api-2", this.base + 61),
     );
     this.payments = service("payments", "payments", this.base + 62);
+    this.adyenApi.webhookUrl = `${this.payments.url}/api/webhooks/adyen`;
     await this.apis[0].start();
     await Promise.all([this.apis[1].start(), this.payments.start()]);
   }
@@ -107,9 +131,9 @@ export class ChaosSystem {
   /**
    * X5 (v5): messages JetStream acknowledged to the payments relay, deleted from the stream before
    * the api's consumer was handed them (as a stream that lost them would): up to `count`, the
-   * newest not yet delivered, looked for over at most 10 s. Returns their stream sequences.
+   * newest not yet delivered, looked for over at most 10 s. Returns what was deleted.
    */
-  async loseRecentPaymentMessages(count: number): Promise<number[]> {
+  async loseRecentPaymentMessages(count: number): Promise<LostMessage[]> {
     const topology = messageTopology(this.prefix);
     const nc = await connect({ servers: this.nats.map((node) => node.url), timeout: 3_000 });
     try {
@@ -124,14 +148,26 @@ export class ChaosSystem {
         const last = stream.state.last_seq;
         const delivered = consumer.delivered.stream_seq;
         if (last > delivered) {
-          const lost: number[] = [];
-          for (let seq = last; seq > delivered && lost.length < count; seq--)
+          const lost: LostMessage[] = [];
+          for (let seq = last; seq > delivered && lost.length < count; seq--) {
+            const message = await jsm.streams
+              .getMessage(topology.payments.stream, { seq })
+              .catch(() => undefined);
+            const payload = message?.json<{ notification_id?: string; order_id?: number }>();
+            // Payments and refunds whose notification the api applies (B2 compares those).
+            if (!message || !payload?.notification_id) continue;
             if (
               await jsm.streams
                 .deleteMessage(topology.payments.stream, seq, false)
                 .catch(() => false)
             )
-              lost.push(seq);
+              lost.push({
+                seq,
+                notificationId: payload.notification_id,
+                orderId: Number(payload.order_id),
+                publishedAt: message.time.getTime(),
+              });
+          }
           return lost.reverse();
         }
         await Bun.sleep(20);
@@ -142,9 +178,28 @@ export class ChaosSystem {
     }
   }
 
+  /** A counter or gauge of payments' /metrics (summed over its labels); undefined when down. */
+  async paymentsMetric(name: string): Promise<number | undefined> {
+    try {
+      const response = await fetch(`${this.payments.url}/metrics`, {
+        signal: AbortSignal.timeout(5_000),
+      });
+      if (!response.ok) return undefined;
+      let sum = 0;
+      for (const line of (await response.text()).split("\n"))
+        if (line.startsWith(`${name} `) || line.startsWith(`${name}{`))
+          sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+      return sum;
+    } catch {
+      return undefined;
+    }
+  }
+
   async stop(): Promise<void> {
     await Promise.all([...this.apis, this.payments].map((s) => s?.stop("SIGKILL")));
     await Promise.all(this.nats.map((node) => node.dispose()));
     await this.cluster.stop();
+    await this.stripeApi?.stop();
+    await this.adyenApi?.stop();
   }
 }

@@ -43,9 +43,12 @@ const adyenError = (status: number, errorCode: string, message: string, errorTyp
 export async function startAdyenApi({
   apiKey = adyenApiKey,
   notifyAfterMs = 50,
+  notifyForMs = 4_000,
 }: {
   apiKey?: string;
   notifyAfterMs?: number;
+  /** How long a REFUND notification is sent again while the webhook does not answer 2xx. */
+  notifyForMs?: number;
 } = {}) {
   const payments = new Map<string, Payment>();
   const refunds = new Map<string, Refund>();
@@ -70,17 +73,19 @@ export async function startAdyenApi({
       reason: refund.reason,
       success: String(refund.success),
     });
-    for (let attempt = 0; attempt < 20; attempt++) {
+    const deadline = Date.now() + notifyForMs;
+    for (let attempt = 0; Date.now() < deadline; attempt++) {
       const response = await fetch(state.webhookUrl, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: basicAuth() },
         body: JSON.stringify(adyenBatch([item])),
+        signal: AbortSignal.timeout(10_000),
       }).catch(() => undefined);
       if (response?.ok) {
         refund.notified = true;
         return;
       }
-      await Bun.sleep(200);
+      await Bun.sleep(attempt < 20 ? 200 : 2_000);
     }
   }
 
@@ -164,9 +169,9 @@ export async function startAdyenApi({
       state.notify = on;
     },
     /** A captured payment for `value` minor units, its merchantReference the order. */
-    payment(value: number, currency: string, orderId: number): Payment {
+    payment(value: number, currency: string, orderId: number, psp = pspReference()): Payment {
       const payment = {
-        pspReference: pspReference(),
+        pspReference: psp,
         merchantReference: String(orderId),
         value,
         currency,
@@ -191,6 +196,8 @@ export async function startAdyenApi({
       refunds.set(refund.pspReference, refund);
       return refund;
     },
+    /** Every payment Adyen holds: its pspReference and value. */
+    payments: () => [...payments.values()].map((p) => [p.pspReference, p.value] as const),
     refunds: (paymentPsp?: string) =>
       [...refunds.values()].filter((r) => !paymentPsp || r.paymentPspReference === paymentPsp),
     fail: server.fail.bind(server),

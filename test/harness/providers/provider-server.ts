@@ -41,6 +41,8 @@ type Stored = { fingerprint: string; answer: Answer } | { fingerprint: string; i
 export class ProviderServer {
   readonly seen: SeenRequest[] = [];
   private readonly faults: ProviderFault[] = [];
+  /** An outage: each money-moving request without a queued fault meets the one this picks. */
+  private outage?: () => ProviderFault | undefined;
   private readonly keys = new Map<string, Stored>();
   private server = createServer((request, response) => void this.serve(request, response));
   url = "";
@@ -77,6 +79,18 @@ export class ProviderServer {
   /** Queues faults for the next money-moving requests, one each, in order. */
   fail(...faults: ProviderFault[]): void {
     this.faults.push(...faults);
+  }
+
+  /**
+   * An outage (X5 v5, B4): until `endOutage`, every money-moving request that has no queued fault
+   * meets the fault `pick` answers (undefined: that one is served as usual).
+   */
+  startOutage(pick: () => ProviderFault | undefined): void {
+    this.outage = pick;
+  }
+
+  endOutage(): void {
+    this.outage = undefined;
   }
 
   /** The money-moving requests seen, oldest first. */
@@ -116,7 +130,7 @@ export class ProviderServer {
       });
     }
 
-    const fault = this.faults.shift();
+    const fault = this.faults.shift() ?? this.outage?.();
     const made = fault?.made ?? (fault?.kind === "timeout" || fault?.kind === "reset");
     if (fault?.kind === "status" && !fault.stored && !made)
       return send(response, { status: fault.status, body: statusBody(fault.status) });

@@ -150,9 +150,9 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
     url: server.url,
     apiKey,
     /** A captured PaymentIntent for `amount` (minor units) of `currency`, as a payment made it. */
-    paymentIntent(amount: number, currency = "usd", orderId?: number) {
+    paymentIntent(amount: number, currency = "usd", orderId?: number, id = randomId("pi")) {
       const intent: PaymentIntent = {
-        id: randomId("pi"),
+        id,
         object: "payment_intent",
         amount,
         amount_received: amount,
@@ -165,6 +165,8 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
       intents.set(intent.id, intent);
       return intent;
     },
+    /** Every PaymentIntent Stripe holds: its id and the amount received. */
+    payments: () => [...intents.values()].map((i) => [i.id, i.amount_received] as const),
     /** Every refund Stripe holds, optionally of one PaymentIntent. */
     refunds: (paymentIntent?: string) =>
       [...refunds.values()].filter((r) => !paymentIntent || r.payment_intent === paymentIntent),
