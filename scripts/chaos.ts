@@ -204,6 +204,7 @@ try {
     peakLoad,
     expired,
     cores: cpus().length,
+    faults: values.faults,
   });
   writeFileSync(reportPath, report);
   console.log(`\n${report}`);

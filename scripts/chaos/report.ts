@@ -14,6 +14,8 @@ export type RunFacts = {
   /** Orders cancelled as expired (L3), the workload's unpaid ones and any paid too late. */
   expired: number;
   cores: number;
+  /** `--faults`, when the run was limited to some kinds. */
+  faults?: string;
 };
 
 /** X5: the run as markdown: faults with their times, throughput, 503s, PASS/FAIL per invariant. */
@@ -31,7 +33,7 @@ export function markdownReport(stats: Stats, verdicts: Verdict[], facts: RunFact
   return [
     "# Chaos run (X5)",
     "",
-    `\`npm run chaos -- --minutes ${facts.minutes} --seed ${facts.seed}\`, started ${facts.startedAt.toISOString()}: ` +
+    `\`npm run chaos -- --minutes ${facts.minutes} --seed ${facts.seed}${facts.faults ? ` --faults "${facts.faults}"` : ""}\`, started ${facts.startedAt.toISOString()}: ` +
       `${facts.workloadSeconds.toFixed(0)} s of workload and faults, then ${facts.drainSeconds.toFixed(0)} s to drain. ` +
       `**${all ? "PASS" : "FAIL"}**.`,
     "",
