@@ -2,6 +2,9 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eventually, unique } from "@commerce/testing/basics";
 import { refundedCharge, stripeEvent, stripeRequest } from "@commerce/testing/provider-requests";
 import { refundStackForFile } from "@commerce/testing/refund-stack";
+import { clientOf } from "../../services/api/src/lib/prepared";
+import { orderRow } from "../../services/api/src/modules/orders/order-rows";
+import { settleRefund } from "../../services/api/src/modules/orders/state/refunds";
 
 setDefaultTimeout(30_000);
 
@@ -359,5 +362,46 @@ describe("money invariants (F4)", () => {
     } finally {
       await replica.stop();
     }
+  });
+
+  test("F4, X5: two refunds of one order settled by transactions that wait for each other's order lock: the one committed later has the later `at`, on its orders.refunded and its timeline entry", async () => {
+    // Found by the chaos run: a refund outcome's transaction began (and took its time) before
+    // another one's, waited for the order's lock, and committed second, announcing an `at` earlier
+    // than the event delivered before it. The time is now taken once the order is locked.
+    const { orderId } = await stack.paidThroughStripe(3000);
+    const db = stack.api.deps.db;
+    const cause = (id: number) => ({
+      source: "webhook" as const,
+      notificationId: `refund-${id}-succeeded`,
+      actor: "chaos",
+      paymentRef: "pi_test",
+      provider: "stripe",
+      refund: { id, amount: 1000 },
+    });
+    let otherCommitted = () => {};
+    const committed = new Promise<void>((resolve) => {
+      otherCommitted = resolve;
+    });
+    const early = db.transaction(async (tx) => {
+      await clientOf(tx)`select 1`;
+      await committed;
+      await orderRow(tx, orderId, { lock: true });
+      await settleRefund(tx, stack.topology, orderId, cause(900_001));
+    });
+    await Bun.sleep(50);
+    await db.transaction(async (tx) => {
+      await orderRow(tx, orderId, { lock: true });
+      await settleRefund(tx, stack.topology, orderId, cause(900_002));
+    });
+    otherCommitted();
+    await early;
+    const events = await eventsOf(orderId, "refunded");
+    expect(events.map((e) => e.payload.refund_id)).toEqual([900_002, 900_001]);
+    expect(String(events[0].payload.at) <= String(events[1].payload.at)).toBe(true);
+    const entries = await stack.sql<{ at: number }[]>`
+      select extract(epoch from at)::float8 as at from api.order_events
+      where order_id = ${orderId} and type = 'refunded' order by id`;
+    expect(entries).toHaveLength(2);
+    expect(entries[0].at).toBeLessThanOrEqual(entries[1].at);
   });
 });

@@ -139,8 +139,8 @@ export function orderEventWrites(
       -- H2, H6: the event's webhook deliveries commit with its outbox row, or neither does.
       ${deliveriesFrom(sql, sql`select ${`orders.${event}`}::text, message_id, (payload->>'order_id')::bigint, payload from order_message`)}
     ), order_timeline as (
-      insert into api.order_events (order_id, type, source, notification_id, actor, detail)
-      select r.id, ${timelineType}, ${source}, ${notificationId}, ${actor},
+      insert into api.order_events (order_id, type, at, source, notification_id, actor, detail)
+      select r.id, ${timelineType}, ${sql(`r.${atColumn[event]}`)}, ${source}, ${notificationId}, ${actor},
         pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('reason', ${reason}, 'payment_ref', ${paymentRef},
           'provider', ${provider}, 'stage', ${stage}, 'note', ${note}, 'refund_id', ${refundId},
           'amount', ${refundAmount}, 'refunded_amount', ${refundedAmount}))
@@ -160,7 +160,7 @@ export async function announcePaymentFailed(
 ): Promise<void> {
   const sql = clientOf(tx);
   await sql`
-    with failed as (select *, now() as failed_at from api.orders where id = ${orderId}),
+    with failed as (select *, pg_catalog.clock_timestamp() as failed_at from api.orders where id = ${orderId}),
     ${orderEventWrites(sql, topology, "payment_failed", "failed", cause)}
     select 1`;
 }
@@ -177,7 +177,7 @@ export async function announceDispute(
 ): Promise<void> {
   const sql = clientOf(tx);
   await sql`
-    with disputed as (select *, now() as disputed_at from api.orders where id = ${orderId}),
+    with disputed as (select *, pg_catalog.clock_timestamp() as disputed_at from api.orders where id = ${orderId}),
     ${orderEventWrites(sql, topology, "disputed", "disputed", cause)}
     select 1`;
 }

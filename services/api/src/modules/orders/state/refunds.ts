@@ -20,7 +20,7 @@ export async function announceRefund(
 ): Promise<void> {
   const sql = clientOf(tx);
   await sql`
-    with announced as (select *, now() as event_at from api.orders where id = ${orderId}),
+    with announced as (select *, pg_catalog.clock_timestamp() as event_at from api.orders where id = ${orderId}),
     ${orderEventWrites(sql, topology, event, "announced", cause)}
     select 1`;
 }
@@ -45,7 +45,7 @@ export async function settleRefund(
       where id = ${orderId}
       returning *
     ), partly as (
-      select *, now() as refunded_at_now from counted
+      select *, pg_catalog.clock_timestamp() as refunded_at_now from counted
       where not (status = 'paid' and refunded_amount >= amount)
     ), announced as (
       select id, customer_id, amount, currency, status, refunded_amount,

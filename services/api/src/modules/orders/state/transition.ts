@@ -91,7 +91,8 @@ function moveStatement(
     ), claimed as (
       ${claim ? claim(sql) : sql`select order_id from movable`}
     ), moved as (
-      update api.orders o set status = ${move.to}::text, ${sql(movedAt[move.to])} = now(),
+      update api.orders o set status = ${move.to}::text,
+        ${sql(movedAt[move.to])} = pg_catalog.clock_timestamp(),
         expires_at = null,
         cancel_reason = ${move.to === "cancelled" ? sql`i.reason` : sql`o.cancel_reason`}
       from claimed c join input i on i.order_id = c.order_id
