@@ -13,6 +13,7 @@ import { deleteOldOutboxRows } from "./modules/outbox/retention";
 import { AppliedAnswerer } from "./modules/payment-inbox/applied-answer";
 import { PaymentConsumer } from "./modules/payment-inbox/consumer";
 import { ensurePaymentConsumer } from "./modules/payment-inbox/subscription";
+import { RefundProviders } from "./modules/refunds/providers";
 import { registerReviewMetrics } from "./modules/reviews/service";
 import { type DispatcherOptions, WebhookDispatcher } from "./modules/webhooks/dispatcher";
 import { WebhookMetrics } from "./modules/webhooks/metrics";
@@ -88,6 +89,7 @@ export async function createService(
     deadOutbox: (limit) => relay.deadList(limit),
     webhooks: config.webhooks,
     webhooksDue: () => dispatcher.kick(),
+    refundProviders: new RefundProviders({ nats: core.nats, topology: core.topology, logger }),
     ...options.replace,
   };
   const app = createApp(deps);

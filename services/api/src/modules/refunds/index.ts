@@ -8,7 +8,14 @@ import { refundList, refundRequest, refundRequested } from "./model";
 import { listRefunds, requestRefund } from "./service";
 
 /** F1: refunds through the payment's provider, asked by an admin; an order's refunds. */
-export const refundsController = ({ db, verifyToken, topology, outboxWritten, logger }: ApiDeps) =>
+export const refundsController = ({
+  db,
+  verifyToken,
+  topology,
+  outboxWritten,
+  logger,
+  refundProviders,
+}: ApiDeps) =>
   new Elysia({ prefix: "/api/orders", detail: { tags: ["Refunds"] } })
     .use(auth(verifyToken))
     .post(
@@ -21,6 +28,7 @@ export const refundsController = ({ db, verifyToken, topology, outboxWritten, lo
           params.order_id,
           body,
           headers["idempotency-key"],
+          await refundProviders?.configured(),
         );
         if (replayed) set.headers["idempotent-replayed"] = "true";
         else {
