@@ -9,7 +9,7 @@ import type { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import type { Tracer } from "@commerce/shared/platform/tracing";
 import type { HoldLimits, WebhookConfig } from "./config";
 import type { Database } from "./db";
-import type { RefundProviders } from "./modules/refunds/providers";
+import type { RefundProviders } from "./lib/refund-providers";
 
 /** What the api's routes need; `createService` builds it, tests may replace parts of it. */
 export type ApiDeps = {
