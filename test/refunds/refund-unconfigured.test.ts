@@ -26,6 +26,10 @@ describe("a provider payments does not refund through (F1)", () => {
     expect(await stack.refunds(orderId)).toEqual([]);
     expect(stack.adyenApi.refundRequests()).toEqual([]);
 
+    // The order's refunds say which providers payments refunds through (the console's F5).
+    const listed = await stack.call("GET", `/api/orders/${orderId}/refunds`);
+    expect(listed.json).toEqual({ items: [], refunds_through: ["stripe"] });
+
     const stripe = await stack.paidThroughStripe(1500);
     const made = await stack.call("POST", `/api/orders/${stripe.orderId}/refunds`, {
       body: { note: "customer returned it" },

@@ -70,15 +70,20 @@ export const refundsController = ({
             "the idempotency key refund-<refund_id>, and GET /api/orders/{id}/refunds shows it " +
             "move to succeeded or failed. amount defaults to all that is left to refund. 409 " +
             "when the order is not paid (code not_refundable), when more than is left is asked " +
-            "(amount_over_left), or when its payment came through the generic provider or was " +
-            "marked paid by hand (refund_elsewhere: record a refund made elsewhere with a PATCH " +
+            "(amount_over_left), or when its payment came through the generic provider, was " +
+            "marked paid by hand, or came through a provider the payments service is not " +
+            "configured for (refund_elsewhere: record a refund made elsewhere with a PATCH " +
             "instead). An Idempotency-Key makes retries safe. Admin token (scope admin).",
         },
       },
     )
     .get(
       "/:order_id/refunds",
-      ({ params, principal }) => listRefunds(db, principal, params.order_id),
+      async ({ params, principal }) => {
+        const list = await listRefunds(db, principal, params.order_id);
+        const through = await refundProviders?.configured();
+        return { ...list, refunds_through: through ? [...through].sort() : null };
+      },
       {
         auth: "customer",
         params: t.Object({ order_id: orderIdParam }),
@@ -88,8 +93,9 @@ export const refundsController = ({
           summary: "An order's refunds, oldest first",
           description:
             "Each refund the shop asked for and where it stands: requested, pending (the " +
-            "provider took it), succeeded or failed (with the provider's reason). The owner's " +
-            "customer token or an admin token; anyone else gets 404.",
+            "provider took it), succeeded or failed (with the provider's reason); and " +
+            "refunds_through, the providers the payments service refunds through (null when it " +
+            "has not said). The owner's customer token or an admin token; anyone else gets 404.",
         },
       },
     );
