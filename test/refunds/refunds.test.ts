@@ -364,7 +364,7 @@ describe("money invariants (F4)", () => {
     }
   });
 
-  test("F4, X5: two refunds of one order settled by transactions that wait for each other's order lock: the one committed later has the later `at`, on its orders.refunded and its timeline entry", async () => {
+  test("F4, M3: two refunds of one order settled by transactions that wait for each other's order lock: the one committed later has the later `at`, on its orders.refunded and its timeline entry", async () => {
     // Found by the chaos run: a refund outcome's transaction began (and took its time) before
     // another one's, waited for the order's lock, and committed second, announcing an `at` earlier
     // than the event delivered before it. The time is now taken once the order is locked.
