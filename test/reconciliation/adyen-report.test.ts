@@ -1,6 +1,11 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eventually } from "@commerce/testing/basics";
-import { adyenBatch, adyenItem, adyenRequest, signedItem } from "@commerce/testing/provider-requests";
+import {
+  adyenBatch,
+  adyenItem,
+  adyenRequest,
+  signedItem,
+} from "@commerce/testing/provider-requests";
 import {
   paymentAccountingReport,
   type ReportLineSpec,
@@ -122,8 +127,18 @@ describe("Adyen's payment accounting report (B1)", () => {
     const payment = stack.adyenApi.payment(2300, "USD", orderId);
     const started = performance.now();
     const delivered = await deliverReport([
-      { recordType: "Received", pspReference: payment.pspReference, merchantReference: orderId, amount: 2300 },
-      { recordType: "Authorised", pspReference: payment.pspReference, merchantReference: orderId, amount: 2300 },
+      {
+        recordType: "Received",
+        pspReference: payment.pspReference,
+        merchantReference: orderId,
+        amount: 2300,
+      },
+      {
+        recordType: "Authorised",
+        pspReference: payment.pspReference,
+        merchantReference: orderId,
+        amount: 2300,
+      },
     ]);
     expect(delivered.status).toBe(200);
     expect(delivered.text).toBe("[accepted]");
@@ -133,9 +148,10 @@ describe("Adyen's payment accounting report (B1)", () => {
 
     const key = `adyen:report:Authorised:${payment.pspReference}`;
     const [stored] = await stack.sql`
-      select event, order_id::int, payment_ref, amount::int, currency
+      select event, order_id::int, payment_ref, amount::int, currency, source
       from payments.notifications where key = ${key}`;
     expect(stored).toEqual({
+      source: "reconciliation",
       event: "Authorised",
       order_id: orderId,
       payment_ref: payment.pspReference,
@@ -145,7 +161,14 @@ describe("Adyen's payment accounting report (B1)", () => {
     const report = await settled(delivered.key);
     expect(report.status).toBe("done");
     const run = await runOf(report.run_id);
-    expect(run).toMatchObject({ kind: "report", provider: "adyen", checked: 2, found: 1, applied: 1, errors: 0 });
+    expect(run).toMatchObject({
+      kind: "report",
+      provider: "adyen",
+      checked: 2,
+      found: 1,
+      applied: 1,
+      errors: 0,
+    });
     expect(run.finished_at).not.toBeNull();
 
     // The webhook Adyen was still retrying arrives now: stored, but the order is paid once.
@@ -165,6 +188,7 @@ describe("Adyen's payment accounting report (B1)", () => {
     const paid = (await timelineOf(orderId)).filter((e) => e.type === "paid");
     expect(paid).toHaveLength(1);
     expect(paid[0].notification_id).toBe(key);
+    expect(paid[0].source).toBe("reconciliation");
     expect(await reviewsOf(orderId)).toEqual([]);
     expect(await stack.statusOf(orderId)).toBe("paid");
   });
@@ -172,19 +196,34 @@ describe("Adyen's payment accounting report (B1)", () => {
   test("B1, B3: a line a stored notification explains makes nothing new; the report's run lists it checked, nothing found", async () => {
     const { orderId, paymentRef } = await stack.paidThroughAdyen(1800);
     const delivered = await deliverReport([
-      { recordType: "Authorised", pspReference: paymentRef, merchantReference: orderId, amount: 1800 },
-      { recordType: "SentForSettle", pspReference: paymentRef, merchantReference: orderId, amount: 1800 },
+      {
+        recordType: "Authorised",
+        pspReference: paymentRef,
+        merchantReference: orderId,
+        amount: 1800,
+      },
+      {
+        recordType: "SentForSettle",
+        pspReference: paymentRef,
+        merchantReference: orderId,
+        amount: 1800,
+      },
       { recordType: "Settled", pspReference: paymentRef, merchantReference: orderId, amount: 1800 },
     ]);
     const report = await settled(delivered.key);
     expect(report.status).toBe("done");
-    expect(await runOf(report.run_id)).toMatchObject({ checked: 3, found: 0, applied: 0, errors: 0 });
+    expect(await runOf(report.run_id)).toMatchObject({
+      checked: 3,
+      found: 0,
+      applied: 0,
+      errors: 0,
+    });
     expect(await storedKeys(`adyen:report:%:${paymentRef}`)).toEqual([]);
     const listed = await fetch(`${stack.paymentsUrl}/api/reconciliation/runs`, {
       headers: { authorization: `Bearer ${stack.admin}` },
     });
     expect(listed.status).toBe(200);
-    const runs = (await listed.json()).items as ({ id: number } & Run)[];
+    const runs = ((await listed.json()) as { items: ({ id: number } & Run)[] }).items;
     expect(runs.find((r) => r.id === report.run_id)).toMatchObject({
       provider: "adyen",
       kind: "report",
@@ -206,7 +245,9 @@ describe("Adyen's payment accounting report (B1)", () => {
       },
     ]);
     expect(delivered.status).toBe(200);
-    await eventually(async () => ((await stack.statusOf(orderId)) === "refunded" ? true : undefined));
+    await eventually(async () =>
+      (await stack.statusOf(orderId)) === "refunded" ? true : undefined,
+    );
     expect(await storedKeys(`adyen:report:Refunded:${refund.pspReference}`)).toHaveLength(1);
     const refunded = (await timelineOf(orderId)).filter((e) => e.type === "refunded");
     expect(refunded).toHaveLength(1);
@@ -235,7 +276,9 @@ describe("Adyen's payment accounting report (B1)", () => {
       ]);
       const done = await stack.refundBecomes(orderId, refundId, "succeeded");
       expect(done.provider_refund_id).toBe(made.pspReference);
-      await eventually(async () => ((await stack.statusOf(orderId)) === "refunded" ? true : undefined));
+      await eventually(async () =>
+        (await stack.statusOf(orderId)) === "refunded" ? true : undefined,
+      );
       expect(stack.adyenApi.refunds(paymentRef)).toHaveLength(1);
       expect((await timelineOf(orderId)).filter((e) => e.type === "refunded")).toHaveLength(1);
       expect(await reviewsOf(orderId)).toEqual([]);
@@ -266,7 +309,9 @@ describe("Adyen's payment accounting report (B1)", () => {
 
 describe("reports not read (B1, G4)", () => {
   test("B1: a report URL outside ADYEN_REPORT_URL_PREFIX is never fetched: a log line, a count, the run's error", async () => {
-    const before = await metric('reconciliation_skipped_total{provider="adyen",reason="url_outside_prefix"}');
+    const before = await metric(
+      'reconciliation_skipped_total{provider="adyen",reason="url_outside_prefix"}',
+    );
     const fileName = reportFileName();
     reports.publish(fileName, paymentAccountingReport([]));
     const outside = `${reports.url}/reports/download/MerchantAccount/OtherShop/${fileName}`;
@@ -299,7 +344,9 @@ describe("reports not read (B1, G4)", () => {
     expect(live.status).toBe(200);
     await Bun.sleep(300);
     expect(reports.downloads(live.fileName)).toEqual([]);
-    expect(await stack.sql`select 1 from payments.adyen_reports where notification_key = ${live.key}`).toHaveLength(0);
+    expect(
+      await stack.sql`select 1 from payments.adyen_reports where notification_key = ${live.key}`,
+    ).toHaveLength(0);
     expect(await storedKeys(`adyen:report:%:${payment.pspReference}`)).toEqual([]);
     expect(await stack.statusOf(orderId)).toBe("created");
   });
@@ -315,18 +362,35 @@ describe("reports not read (B1, G4)", () => {
       amount: 1500,
     });
     const bad = [
-      reportLine({ recordType: "Authorised", pspReference: "not:a:psp", merchantReference: strangerOrder, amount: 1500 }),
-      reportLine({ recordType: "Authorised", pspReference: psp(), merchantReference: strangerOrder, amount: 1500 }).replace(",15.00,", ",fifteen,"),
+      reportLine({
+        recordType: "Authorised",
+        pspReference: "not:a:psp",
+        merchantReference: strangerOrder,
+        amount: 1500,
+      }),
+      reportLine({
+        recordType: "Authorised",
+        pspReference: psp(),
+        merchantReference: strangerOrder,
+        amount: 1500,
+      }).replace(",15.00,", ",fifteen,"),
       `ShopCompany,Shop"ECOM,${psp()},${strangerOrder},visa`,
       "too,few,fields",
     ];
     // A quote never closed swallows the rest of the file: it comes last.
     const unclosed = `ShopCompany,ShopECOM,${psp()},"${strangerOrder},visa`;
-    const before = await metric('reconciliation_skipped_total{provider="adyen",reason="malformed_line"}');
+    const before = await metric(
+      'reconciliation_skipped_total{provider="adyen",reason="malformed_line"}',
+    );
     const delivered = await deliverReport([...bad, good, unclosed]);
     const report = await settled(delivered.key);
     expect(report.status).toBe("done");
-    expect(await runOf(report.run_id)).toMatchObject({ checked: 6, found: 1, applied: 1, errors: 5 });
+    expect(await runOf(report.run_id)).toMatchObject({
+      checked: 6,
+      found: 1,
+      applied: 1,
+      errors: 5,
+    });
     await stack.paidBecomes(orderId);
     expect(await stack.statusOf(strangerOrder)).toBe("created");
     expect(
@@ -344,17 +408,31 @@ describe("reports not read (B1, G4)", () => {
   test("B1: a report larger than the limit is refused before it is read: logged, counted, nothing moved", async () => {
     const orderId = await stack.placeOrder(1700);
     const payment = stack.adyenApi.payment(1700, "USD", orderId);
-    const filler = reportLine({ recordType: "Received", pspReference: psp(), merchantReference: 1, amount: 1 });
+    const filler = reportLine({
+      recordType: "Received",
+      pspReference: psp(),
+      merchantReference: 1,
+      amount: 1,
+    });
     const lines: string[] = [
-      reportLine({ recordType: "Authorised", pspReference: payment.pspReference, merchantReference: orderId, amount: 1700 }),
-      ...Array.from({ length: 400 }, () => filler),
+      reportLine({
+        recordType: "Authorised",
+        pspReference: payment.pspReference,
+        merchantReference: orderId,
+        amount: 1700,
+      }),
+      ...Array.from({ length: 1000 }, () => filler),
     ];
-    const before = await metric('reconciliation_skipped_total{provider="adyen",reason="too_large"}');
+    const before = await metric(
+      'reconciliation_skipped_total{provider="adyen",reason="too_large"}',
+    );
     const delivered = await deliverReport(lines);
     const report = await settled(delivered.key);
     expect(report.status).toBe("refused");
     expect(report.last_error).toContain("bytes");
-    expect(await metric('reconciliation_skipped_total{provider="adyen",reason="too_large"}')).toBe(before + 1);
+    expect(await metric('reconciliation_skipped_total{provider="adyen",reason="too_large"}')).toBe(
+      before + 1,
+    );
     expect(await stack.statusOf(orderId)).toBe("created");
     expect(await storedKeys(`adyen:report:%:${payment.pspReference}`)).toEqual([]);
   });
@@ -366,7 +444,12 @@ describe("downloads that fail (B1, B4)", () => {
     const payment = stack.adyenApi.payment(1900, "USD", orderId);
     reports.fail({ kind: "status", status: 503 }, { kind: "timeout", ms: 2000 });
     const delivered = await deliverReport([
-      { recordType: "Authorised", pspReference: payment.pspReference, merchantReference: orderId, amount: 1900 },
+      {
+        recordType: "Authorised",
+        pspReference: payment.pspReference,
+        merchantReference: orderId,
+        amount: 1900,
+      },
     ]);
     const report = await settled(delivered.key);
     expect(report).toMatchObject({ status: "done", attempts: 3 });
@@ -399,7 +482,12 @@ describe("downloads that fail (B1, B4)", () => {
     const url = reports.publish(
       fileName,
       paymentAccountingReport([
-        { recordType: "Authorised", pspReference: payment.pspReference, merchantReference: orderId, amount: 2200 },
+        {
+          recordType: "Authorised",
+          pspReference: payment.pspReference,
+          merchantReference: orderId,
+          amount: 2200,
+        },
       ]),
     );
     const first = adyenRequest(reportAvailable(fileName, url));
@@ -423,7 +511,9 @@ describe("downloads that fail (B1, B4)", () => {
     expect(report.status).toBe("done");
     await stack.paidBecomes(orderId);
     expect(reports.downloads(fileName)).toHaveLength(1);
-    expect(await stack.sql`select 1 from payments.adyen_reports where notification_key = ${key}`).toHaveLength(1);
+    expect(
+      await stack.sql`select 1 from payments.adyen_reports where notification_key = ${key}`,
+    ).toHaveLength(1);
     expect(stack.paymentsLog.join("\n")).not.toContain(reports.env.ADYEN_REPORT_PASSWORD);
   });
 });

@@ -292,7 +292,11 @@ export class AdyenReports {
       if (this.stopped) {
         // O7: cut short by a shutdown: the next replica (or start) reads it again at once.
         await this.finishRun(tally, false).catch(() => {});
-        await this.settle(job, tally.runId, { status: "due", retryInMs: 0, error: "cut short by a shutdown" });
+        await this.settle(job, tally.runId, {
+          status: "due",
+          retryInMs: 0,
+          error: "cut short by a shutdown",
+        });
         logger.info("adyen report cut short by a shutdown", log);
         return;
       }
@@ -300,13 +304,18 @@ export class AdyenReports {
       if (error instanceof ReportRefused) {
         this.skipped.inc({ provider, reason: error.reason });
         this.runs.inc({ provider, kind, outcome: "refused" });
-        logger.warn("adyen report not read", { ...log, reason: error.reason, detail: error.message });
+        logger.warn("adyen report not read", {
+          ...log,
+          reason: error.reason,
+          detail: error.message,
+        });
         await this.settle(job, tally.runId, { status: "refused", error: error.message });
         return;
       }
       this.runs.inc({ provider, kind, outcome: "failed" });
       const message = error instanceof Error ? error.message : String(error);
-      const givenUp = Date.now() - new Date(job.received_at).getTime() >= this.options.giveUpAfterMs;
+      const givenUp =
+        Date.now() - new Date(job.received_at).getTime() >= this.options.giveUpAfterMs;
       if (error instanceof DownloadRefused || givenUp) {
         logger.error("adyen report download failed for good", {
           ...log,
@@ -383,7 +392,9 @@ export class AdyenReports {
     const take = async (records: ReturnType<CsvReader["push"]>) => {
       for (const record of records) {
         if (!columns) {
-          const found = record.malformed ? "the header is malformed" : reportColumnsOf(record.fields);
+          const found = record.malformed
+            ? "the header is malformed"
+            : reportColumnsOf(record.fields);
           if (typeof found === "string") throw new ReportRefused("malformed_report", found);
           columns = found;
           header = record.fields.map((name) => name.trim());
@@ -469,7 +480,9 @@ export class AdyenReports {
       line.recordType === "Chargeback" ||
       (line.recordType === "Refunded" && !line.modificationPspReference);
     const keys = batch.flatMap(({ line }) => keysOf(line));
-    const payments = batch.filter(({ line }) => byPayment(line)).map(({ line }) => line.pspReference);
+    const payments = batch
+      .filter(({ line }) => byPayment(line))
+      .map(({ line }) => line.pspReference);
     const orders = batch
       .filter(({ line }) => byPayment(line))
       .map(({ line }) => lineNotification(line).orderId)

@@ -15,7 +15,6 @@ import {
   schemaErrors,
 } from "../provider";
 import { adyenMoves } from "./events";
-import { isPaymentAccountingReport } from "./report";
 import {
   type AdyenBatch,
   adyenAccepted,
@@ -23,6 +22,7 @@ import {
   adyenSecurity,
   type NotificationRequestItem,
 } from "./model";
+import { isPaymentAccountingReport } from "./report";
 
 export type AdyenSettings = {
   hmacKeys: Buffer[];

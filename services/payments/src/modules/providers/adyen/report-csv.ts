@@ -59,7 +59,7 @@ export class CsvReader {
   end(): CsvRecord[] {
     const records: CsvRecord[] = [];
     const rest = this.decoder.decode();
-    if (rest) this.push(rest).forEach((record) => records.push(record));
+    if (rest) records.push(...this.push(rest));
     if (this.state === "quoted" && !this.skipping) this.malformed = "a quote never closed";
     this.endRecord(records);
     return records;

@@ -65,8 +65,7 @@ export function adyenReportSettings(
       "ADYEN_HMAC_KEYS is required with ADYEN_REPORT_URL_PREFIX (reports are announced by REPORT_AVAILABLE notifications)",
     );
   // Without the slash, https://ca-test.adyen.com would also let https://ca-test.adyen.com.evil.example in.
-  if (!urlPrefix?.endsWith("/"))
-    throw new ConfigError("ADYEN_REPORT_URL_PREFIX must end with /");
+  if (!urlPrefix?.endsWith("/")) throw new ConfigError("ADYEN_REPORT_URL_PREFIX must end with /");
   return {
     username: username as string,
     password: password as string,
@@ -229,8 +228,7 @@ export function reportLineOf(
   line: number,
   at: ReportColumns,
 ): ReportLine | string | undefined {
-  if (fields.length !== at.count)
-    return `${fields.length} fields where the header has ${at.count}`;
+  if (fields.length !== at.count) return `${fields.length} fields where the header has ${at.count}`;
   const field = (index: number) => (index < 0 ? "" : (fields[index] ?? "").trim());
   const recordType = field(at.recordType);
   if (!reportMoves.has(recordType)) return undefined;
