@@ -8,8 +8,7 @@ import type { DeadOutboxSource } from "@commerce/shared/platform/outbox/dead-out
 import type { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import type { Tracer } from "@commerce/shared/platform/tracing";
 import type { ProviderSettings } from "./modules/providers";
-import type { WebhookSettings } from "./modules/providers/provider";
-import type { AnnouncedReport } from "./modules/reconciliation/adyen-report";
+import type { AnnouncedReport, WebhookSettings } from "./modules/providers/provider";
 import type { RefusalTally } from "./modules/refusals/tally";
 
 /** What the payments routes need; `createService` builds it, tests may replace parts of it. */

@@ -145,6 +145,14 @@ export type ParsedNotification = {
   report?: { fileName: string; url: string; skip?: ReportSkip };
 };
 
+/** B1: a report a stored REPORT_AVAILABLE notification named, for the report worker. */
+export type AnnouncedReport = {
+  notificationKey: string;
+  report: NonNullable<ParsedNotification["report"]>;
+  /** Stored now (not a repeat of a notification Adyen sent before). */
+  fresh: boolean;
+};
+
 /** B1: why a report or a report's line is not read (`reconciliation_skipped_total`'s reason). */
 export type ReportSkip =
   | "other_mode"

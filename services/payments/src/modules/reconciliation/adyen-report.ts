@@ -17,7 +17,7 @@ import {
   underPrefix,
 } from "../providers/adyen/report";
 import { CsvReader } from "../providers/adyen/report-csv";
-import type { ParsedNotification, ReportSkip } from "../providers/provider";
+import type { AnnouncedReport, ReportSkip } from "../providers/provider";
 
 export type AdyenReportOptions = {
   /** How often due reports are looked for besides a kick (default 5 s). */
@@ -45,14 +45,6 @@ export type AdyenReportDeps = {
   /** G4: the shop's merchant accounts; a line of any other is skipped. */
   merchantAccounts: string[];
   outboxWritten: () => void;
-};
-
-/** A report a stored REPORT_AVAILABLE notification named. */
-export type AnnouncedReport = {
-  notificationKey: string;
-  report: NonNullable<ParsedNotification["report"]>;
-  /** Stored now (not a repeat of a notification Adyen sent before). */
-  fresh: boolean;
 };
 
 type Job = {
