@@ -1,4 +1,4 @@
-import { integer } from "@commerce/shared/platform/http/fields";
+import { choice, integer } from "@commerce/shared/platform/http/fields";
 import { page, pageQuery } from "@commerce/shared/platform/http/paging";
 import { named } from "@commerce/shared/platform/openapi";
 import { t } from "elysia";
@@ -30,7 +30,23 @@ export const reconciliationRun = t.Object({
   }),
 });
 
-export const runsQuery = t.Object(pageQuery);
+/** B3: what a run compares: a provider's events, objects or report, or payments against the api. */
+export const runKinds = ["events", "objects", "report", "inbox"] as const;
+export type RunKind = (typeof runKinds)[number];
+
+export const runsQuery = t.Object({
+  ...pageQuery,
+  kind: t.Optional(
+    choice(runKinds, {
+      error: { path: "/kind", message: `kind must be one of ${runKinds.join(", ")}` },
+    }),
+  ),
+  provider: t.Optional(
+    choice(["stripe", "adyen"] as const, {
+      error: { path: "/provider", message: "provider must be one of stripe, adyen" },
+    }),
+  ),
+});
 
 export const runsPage = named("ReconciliationRunPage", page(reconciliationRun), {
   description: "Reconciliation runs, newest first",
