@@ -328,7 +328,7 @@ describe("reports not read (B1, G4)", () => {
     expect(stack.paymentsLog.join("\n")).toContain("url_outside_prefix");
   });
 
-  test("B1, G4: a line of another merchant account moves nothing; a report of the other PAYMENT_MODE is never fetched", async () => {
+  test("B1, G4: a line of another merchant account moves nothing, nor one naming an order that is not the shop's; a report of the other PAYMENT_MODE is never fetched", async () => {
     const orderId = await stack.placeOrder(1200);
     const payment = stack.adyenApi.payment(1200, "USD", orderId);
     const line = {
@@ -340,6 +340,26 @@ describe("reports not read (B1, G4)", () => {
     const other = await deliverReport([{ ...line, merchantAccount: "SomeoneElseECOM" }]);
     const report = await settled(other.key);
     expect(await runOf(report.run_id)).toMatchObject({ checked: 1, found: 0, applied: 0 });
+    // A line of the shop's account naming no order of the shop: stored, and it moves nothing.
+    const noSuchOrder = 9_000_000_000 + orderId;
+    const stray = psp();
+    const strayReport = await deliverReport([
+      {
+        recordType: "Authorised",
+        pspReference: stray,
+        merchantReference: noSuchOrder,
+        amount: 1200,
+      },
+    ]);
+    expect((await settled(strayReport.key)).status).toBe("done");
+    await eventually(async () => {
+      const [row] = await stack.sql`
+        select outcome from api.processed_notifications
+        where notification_id = ${`adyen:report:Authorised:${stray}`}`;
+      return row ? true : undefined;
+    });
+    expect(await stack.sql`select 1 from api.orders where id = ${noSuchOrder}`).toHaveLength(0);
+    expect(await stack.statusOf(orderId)).toBe("created");
     const live = await deliverReport([line], { live: "true" });
     expect(live.status).toBe(200);
     await Bun.sleep(300);
@@ -442,6 +462,8 @@ describe("downloads that fail (B1, B4)", () => {
   test("B1, B4: a download answered 503, then timing out, then OK is tried again with a back-off and processed once", async () => {
     const orderId = await stack.placeOrder(1900);
     const payment = stack.adyenApi.payment(1900, "USD", orderId);
+    const failedRuns = 'reconciliation_runs_total{provider="adyen",kind="report",outcome="failed"}';
+    const failedBefore = await metric(failedRuns);
     reports.fail({ kind: "status", status: 503 }, { kind: "timeout", ms: 2000 });
     const delivered = await deliverReport([
       {
@@ -454,6 +476,7 @@ describe("downloads that fail (B1, B4)", () => {
     const report = await settled(delivered.key);
     expect(report).toMatchObject({ status: "done", attempts: 3 });
     expect(reports.downloads(delivered.fileName)).toHaveLength(3);
+    expect(await metric(failedRuns)).toBe(failedBefore + 2);
     await stack.paidBecomes(orderId);
     const runs = await stack.sql<{ errors: number; applied: number; finished: boolean }[]>`
       select errors, applied, finished_at is not null as finished from payments.reconciliation_runs
