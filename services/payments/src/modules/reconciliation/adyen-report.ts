@@ -370,7 +370,13 @@ export class AdyenReports {
       );
     }
     if (!response.body) throw new ReportRefused("malformed_report", "the answer has no body");
-    await this.compare(job, response.body, tally);
+    try {
+      await this.compare(job, response.body, tally);
+    } catch (error) {
+      // The rest of a report not read is not downloaded (and its connection not held).
+      await response.body.cancel().catch(() => {});
+      throw error;
+    }
   }
 
   /** B1: reads the report's lines as they arrive, a batch compared and stored at a time. */
