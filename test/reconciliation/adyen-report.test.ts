@@ -326,6 +326,10 @@ describe("reports not read (B1, G4)", () => {
       await metric('reconciliation_skipped_total{provider="adyen",reason="url_outside_prefix"}'),
     ).toBe(before + 1);
     expect(stack.paymentsLog.join("\n")).toContain("url_outside_prefix");
+    // N9: a reason PostgreSQL could not store is no URL: accepted, never fetched.
+    const nul = await deliverReport([], { url: `${reports.prefix}x\u0000.csv` });
+    expect(nul).toMatchObject({ status: 200, text: "[accepted]" });
+    expect((await settled(nul.key)).last_error).toContain("not under ADYEN_REPORT_URL_PREFIX");
   });
 
   test("B1, G4: a line of another merchant account moves nothing, nor one naming an order that is not the shop's; a report of the other PAYMENT_MODE is never fetched", async () => {

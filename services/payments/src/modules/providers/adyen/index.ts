@@ -13,6 +13,7 @@ import {
   providerBodyLimit,
   SignatureRejectedError,
   schemaErrors,
+  storable,
 } from "../provider";
 import { adyenMoves } from "./events";
 import {
@@ -117,8 +118,10 @@ function reportOf(
   context: { mode: PaymentMode; merchantAccounts: string[] },
 ): ParsedNotification["report"] {
   if (item.eventCode !== "REPORT_AVAILABLE" || item.success !== "true") return undefined;
-  const url = (item as { reason?: unknown }).reason;
-  const report = { fileName: item.pspReference, url: typeof url === "string" ? url : "" };
+  const reason = (item as { reason?: unknown }).reason;
+  // N9: only text PostgreSQL can store; anything else is no URL (never fetched).
+  const url = typeof reason === "string" && reason.length <= 2048 && storable(reason) ? reason : "";
+  const report = { fileName: item.pspReference, url };
   if (batch.live !== String(context.mode === "live")) return { ...report, skip: "other_mode" };
   if (!context.merchantAccounts.includes(item.merchantAccountCode))
     return { ...report, skip: "other_merchant_account" };
