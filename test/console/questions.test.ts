@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { ElementHandle, Page } from "puppeteer-core";
+import { messagePayload } from "../../services/payments/src/lib/outbox-message";
 import { eventually, unique } from "../harness/basics";
 import { byRole, click, fill, heading, present, sees } from "../harness/browser";
-import { messagePayload } from "../../services/payments/src/lib/outbox-message";
 import { succeeded } from "../harness/processes";
 import {
   otherStripeSecret,

@@ -8,6 +8,7 @@ import type { PaymentsDeps } from "./deps";
 import { refundClientsOf } from "./modules/providers";
 import { type AdyenReportOptions, AdyenReports } from "./modules/reconciliation/adyen-report";
 import { AntiEntropy } from "./modules/reconciliation/anti-entropy";
+import { RefundProvidersAnswerer } from "./modules/refunds/providers-answer";
 import { RefundRequests } from "./modules/refunds/requests";
 import { RefundWorker, type RefundWorkerOptions } from "./modules/refunds/worker";
 import { RefusalTally } from "./modules/refusals/tally";
@@ -39,6 +40,8 @@ export async function createService(
       payments.refundOutcome,
     ],
     async onNatsConnect() {
+      // F1: the api asks which providers refunds go through; answered from here.
+      refundProvidersAnswerer.listen(core.nats.nc);
       refundRequests.start();
     },
   });
@@ -83,16 +86,22 @@ export async function createService(
     core.logger.warn(
       "operator routes answer 503: set AUTH_PUBLIC_KEY, AUTH_JWKS_URL or AUTH_JWT_SECRET to let admin tokens in",
     );
+  const refundClients = refundClientsOf(
+    config.providers,
+    options.refunds?.callTimeoutMs ?? providerCallTimeoutMs,
+  );
+  const refundProvidersAnswerer = new RefundProvidersAnswerer({
+    topology: core.topology,
+    logger: core.logger,
+    providers: [...refundClients.keys()],
+  });
   const refundWorker = new RefundWorker(
     {
       sql: core.sql,
       topology: core.topology,
       logger: core.logger,
       metrics: core.metrics,
-      clients: refundClientsOf(
-        config.providers,
-        options.refunds?.callTimeoutMs ?? providerCallTimeoutMs,
-      ),
+      clients: refundClients,
       giveUpAfterMs: options.refunds?.giveUpAfterMs ?? config.refundGiveUpMs,
       outboxWritten: deps.outboxWritten,
     },

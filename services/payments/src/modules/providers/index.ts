@@ -79,11 +79,7 @@ export function refundClientsOf(
   return clients;
 }
 
-/** F1: the variable that turns a provider's refunds on, for a refund it cannot make. */
-export const refundKeyOf: Record<string, string> = {
-  stripe: "STRIPE_API_KEY",
-  adyen: "ADYEN_API_KEY",
-};
+export { refundKeyOf } from "@commerce/shared/contract/refund-providers";
 
 /** The providers this service answers for: generic always, the others when configured. */
 export function providersOf(
