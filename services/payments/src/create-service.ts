@@ -6,6 +6,7 @@ import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
 import { refundClientsOf } from "./modules/providers";
+import { type AdyenReportOptions, AdyenReports } from "./modules/reconciliation/adyen-report";
 import { AntiEntropy } from "./modules/reconciliation/anti-entropy";
 import { RefundProvidersAnswerer } from "./modules/refunds/providers-answer";
 import { RefundRequests } from "./modules/refunds/requests";
@@ -25,6 +26,8 @@ export async function createService(
   options: ServiceOptions<PaymentsDeps> & {
     /** F3: the refund worker's schedule (tests shorten it); `giveUpAfterMs` overrides the hours. */
     refunds?: RefundWorkerOptions & { giveUpAfterMs?: number; callTimeoutMs?: number };
+    /** B1, B4: the Adyen report worker's schedule and limits (tests shorten them). */
+    adyenReports?: AdyenReportOptions;
   } = {},
 ) {
   const core = await openServiceCore("payments", config, options, {
@@ -63,6 +66,22 @@ export async function createService(
     refusals: new RefusalTally(core.sql, core.logger, core.metrics),
     ...options.replace,
   };
+  // B1: Adyen's reports, announced by the intake, read by a leased worker.
+  const adyenReports = config.providers.adyen
+    ? new AdyenReports(
+        {
+          sql: core.sql,
+          topology: core.topology,
+          logger: core.logger,
+          metrics: core.metrics,
+          settings: config.providers.adyenReports,
+          merchantAccounts: config.providers.adyen.merchantAccounts,
+          outboxWritten: () => core.relay.kick(),
+        },
+        options.adyenReports,
+      )
+    : undefined;
+  deps.reportsAnnounced ??= adyenReports && ((reports) => adyenReports.announce(reports));
   if (!deps.verifyToken)
     core.logger.warn(
       "operator routes answer 503: set AUTH_PUBLIC_KEY, AUTH_JWKS_URL or AUTH_JWT_SECRET to let admin tokens in",
@@ -115,10 +134,12 @@ export async function createService(
     nats: core.nats,
     refundWorker,
     antiEntropy,
+    adyenReports,
     start: () => {
       core.start(app, () => {
         refundWorker.start();
         antiEntropy.start();
+        adyenReports?.start();
       });
       deps.refusals.start();
     },
@@ -128,6 +149,7 @@ export async function createService(
       core.stop(app, [
         ["refused notifications", () => deps.refusals.stop()],
         ["anti-entropy", () => antiEntropy.stop()],
+        ["adyen reports", async () => adyenReports?.stop()],
         ["refund requests", () => refundRequests.stop()],
         ["refund worker", () => refundWorker.stop()],
       ]),

@@ -22,11 +22,20 @@ export const reconciliationRun = t.Object({
   finished_at: t.Nullable(
     timestamp("When it ended; null while it runs, or when it was cut off by a crash"),
   ),
-  checked: integer({ description: "What it compared: for inbox, published messages" }),
-  found: integer({ description: "What it found missing: for inbox, notifications never applied" }),
-  applied: integer({ description: "What it repaired: for inbox, messages published again" }),
+  checked: integer({
+    description: "What it compared: for inbox, published messages; for report, the report's lines",
+  }),
+  found: integer({
+    description:
+      "What it found missing: for inbox, notifications never applied; for report, lines no stored notification explained",
+  }),
+  applied: integer({
+    description:
+      "What it repaired: for inbox, messages published again; for report, notifications stored now",
+  }),
   errors: integer({
-    description: "Failures that cut it short (for inbox: the api did not answer); 0 when complete",
+    description:
+      "Failures (for inbox: the api did not answer, the run cut short; for report: malformed lines, and 1 when the download failed or the report was not read); 0 when complete",
   }),
 });
 
