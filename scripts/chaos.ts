@@ -10,6 +10,7 @@ import { parseArgs } from "node:util";
 import { signToken } from "@commerce/testing/basics";
 import { startWebhookReceiver } from "@commerce/testing/webhook-receiver";
 import postgres from "postgres";
+import { AdyenReporting } from "./chaos/adyen-report";
 import { ApiClient, runCustomers } from "./chaos/customers";
 import { injectFaults, type Kind, kinds } from "./chaos/faults";
 import {
@@ -17,6 +18,7 @@ import {
   noOrderPaidTwice,
   notificationsOnce,
   type ProviderBooks,
+  providerStatesReflected,
   refundsSettled,
   reviewsExplained,
   stockConserved,
@@ -132,6 +134,8 @@ try {
     async (orderId) =>
       (await sql`select status from api.orders where id = ${orderId}`.catch(() => []))[0]?.status,
   );
+  const reporting = new AdyenReporting(system, stats);
+  reporting.start();
   log(`workload and faults for ${minutes} min`);
   await Promise.all([
     runCustomers({
@@ -156,6 +160,8 @@ try {
     ),
   ]);
   providers.flushPool();
+  // B1: the last report, after the workload's last payment was made at Adyen.
+  await reporting.stop();
   const workloadSeconds = (Date.now() - workloadStart) / 1000;
   log("draining");
   const drainStart = Date.now();
@@ -190,6 +196,26 @@ try {
     await reviewsExplained(sql, stats),
     await lostPaymentsRepaired(sql, stats),
     await refundsSettled(sql, stats, providerBooks(system)),
+    await providerStatesReflected(
+      sql,
+      stats,
+      [
+        ...system.stripeApi.paymentList().map((i) => ({
+          provider: "Stripe",
+          ref: i.id,
+          orderId: Number(i.metadata.order_id),
+        })),
+        ...system.adyenApi.paymentList().map((p) => ({
+          provider: "Adyen",
+          ref: p.pspReference,
+          orderId: Number(p.merchantReference),
+        })),
+      ],
+      [
+        ...system.stripeApi.refunds().map((r) => ({ id: r.id, made: r.status === "succeeded" })),
+        ...system.adyenApi.refunds().map((r) => ({ id: r.pspReference, made: r.success })),
+      ],
+    ),
   ];
   const [{ expired }] = await sql`select count(*)::int as expired from api.orders
     where cancel_reason = 'expired'`;

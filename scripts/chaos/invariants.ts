@@ -21,10 +21,13 @@ export async function notificationsOnce(sql: Sql, stats: Stats): Promise<Verdict
       (r) => r.key,
     ),
   );
-  const processed = new Set(
-    (
-      await sql`select notification_id from api.processed_notifications where notification_id = any(${accepted})`
-    ).map((r) => r.notification_id),
+  const processedRows =
+    await sql`select notification_id, outcome from api.processed_notifications where notification_id = any(${accepted})`;
+  const processed = new Set(processedRows.map((r) => r.notification_id));
+  // B1: a webhook that arrives after the report already paid its order is applied as the
+  // payment that paid it (`same_payment`): processed once, nothing to put on the timeline.
+  const samePayment = new Set(
+    processedRows.filter((r) => r.outcome === "same_payment").map((r) => r.notification_id),
   );
   const entries = new Map<string, number>(
     (
@@ -36,7 +39,7 @@ export async function notificationsOnce(sql: Sql, stats: Stats): Promise<Verdict
   for (const key of accepted) {
     if (!stored.has(key)) violations.push(`${key}: answered 2xx but not stored by payments`);
     else if (!processed.has(key)) violations.push(`${key}: stored but never processed by the api`);
-    else if ((entries.get(key) ?? 0) !== 1)
+    else if ((entries.get(key) ?? 0) !== (samePayment.has(key) ? 0 : 1))
       violations.push(`${key}: ${entries.get(key) ?? 0} timeline entries (want 1)`);
   }
   for (const [key, n] of entries) if (n > 1) violations.push(`${key}: applied ${n} times`);
@@ -371,5 +374,74 @@ export async function refundsSettled(
       `${[...outcomes].map(([o, n]) => `${o} ${n}`).join(", ") || "none"}; ` +
       `${full} orders refunded in full, ${partly} in part; at the providers ` +
       `${books.stripe.length} Stripe and ${books.adyen.length} Adyen refunds`,
+  );
+}
+
+/**
+ * B1 (v5): every payment the local providers hold is reflected here: its order paid (or refunded
+ * since), or, when the order was cancelled or had expired first, an `order_not_payable` review;
+ * the Adyen payments never notified were paid through Adyen's report (a timeline entry whose
+ * source is `reconciliation`). Every refund the providers made is a succeeded refund here (F4
+ * compares the amounts).
+ */
+export async function providerStatesReflected(
+  sql: Sql,
+  stats: Stats,
+  held: { provider: string; ref: string; orderId: number }[],
+  refunds: { id: string; made: boolean }[],
+): Promise<Verdict> {
+  const violations: string[] = [];
+  const orderIds = [...new Set(held.map((p) => p.orderId))];
+  const orders = new Map<number, string>(
+    (await sql`select id, status from api.orders where id = any(${orderIds})`).map((r) => [
+      Number(r.id),
+      r.status,
+    ]),
+  );
+  const notPayable = new Set(
+    (
+      await sql`select order_id from api.payment_reviews
+        where reason = 'order_not_payable' and order_id = any(${orderIds})`
+    ).map((r) => Number(r.order_id)),
+  );
+  const unnotifiedIds = stats.unnotified.map((u) => u.orderId);
+  const reconciled = new Set(
+    (
+      await sql`select order_id from api.order_events where source = 'reconciliation'
+        and type = 'paid' and order_id = any(${unnotifiedIds})`
+    ).map((r) => Number(r.order_id)),
+  );
+  let paid = 0;
+  let reviewed = 0;
+  for (const p of held) {
+    const status = orders.get(p.orderId);
+    if (status === "paid" || status === "refunded") paid++;
+    else if (status === "cancelled" && notPayable.has(p.orderId)) reviewed++;
+    else violations.push(`${p.provider} payment ${p.ref} of order ${p.orderId}: order ${status}`);
+  }
+  let fromReport = 0;
+  for (const u of stats.unnotified) {
+    if (reconciled.has(u.orderId)) fromReport++;
+    else if (!(orders.get(u.orderId) === "cancelled" && notPayable.has(u.orderId)))
+      violations.push(
+        `order ${u.orderId}: its Adyen payment ${u.pspReference} never notified and not paid through the report`,
+      );
+  }
+  const made = refunds.filter((r) => r.made).map((r) => r.id);
+  const succeeded = new Set(
+    (
+      await sql`select provider_refund_id from api.refunds
+        where status = 'succeeded' and provider_refund_id = any(${made})`
+    ).map((r) => r.provider_refund_id),
+  );
+  for (const id of made)
+    if (!succeeded.has(id)) violations.push(`provider refund ${id}: not a succeeded refund here`);
+  return verdict(
+    "every provider state reflected (B1)",
+    violations,
+    `${held.length} payments at the providers: ${paid} orders paid, ${reviewed} cancelled first ` +
+      `(order_not_payable); ${stats.unnotified.length} Adyen payments never notified, ${fromReport} paid ` +
+      `through the report (${stats.reports.length} reports announced); ${made.length} refunds made, ` +
+      `${succeeded.size} succeeded here`,
   );
 }

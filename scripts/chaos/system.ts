@@ -5,6 +5,7 @@ import { PrivateNats } from "@commerce/testing/nats-server";
 import { PatroniCluster } from "@commerce/testing/patroni-cluster";
 import { providersEnv } from "@commerce/testing/provider-requests";
 import { type AdyenApi, startAdyenApi } from "@commerce/testing/providers/adyen-api";
+import { type AdyenReports, startAdyenReports } from "@commerce/testing/providers/adyen-reports";
 import { type StripeApi, startStripeApi } from "@commerce/testing/providers/stripe-api";
 import { connect } from "nats";
 import postgres from "postgres";
@@ -23,7 +24,8 @@ export type LostMessage = {
  * cluster (base..base+30), a three-node NATS cluster (base+50..), two api replicas and payments
  * (base+60..), each a real process that the chaos run may SIGKILL and start again; (v5) the local
  * Stripe and Adyen API servers (`test/harness/providers/`, on free ports) as payments'
- * STRIPE_API_URL and ADYEN_CHECKOUT_URL, for the refunds the shop asks for (section 19).
+ * STRIPE_API_URL and ADYEN_CHECKOUT_URL, for the refunds the shop asks for (section 19), and
+ * the local server of Adyen's report files under ADYEN_REPORT_URL_PREFIX (B1).
  */
 export class ChaosSystem {
   readonly cluster: PatroniCluster;
@@ -32,6 +34,7 @@ export class ChaosSystem {
   payments!: ServiceProcess;
   stripeApi!: StripeApi;
   adyenApi!: AdyenApi;
+  adyenReports!: AdyenReports;
   readonly prefix = `chaos${Date.now().toString(36)}`;
 
   constructor(
@@ -59,6 +62,8 @@ export class ChaosSystem {
     this.stripeApi = await startStripeApi();
     // Adyen retries a notification for days; here for as long as the run drains.
     this.adyenApi = await startAdyenApi({ notifyForMs: 300_000 });
+    // B1: Adyen's payment accounting reports, downloaded under ADYEN_REPORT_URL_PREFIX.
+    this.adyenReports = await startAdyenReports();
     const env = {
       DATABASE_URL: this.databaseUrl,
       NATS_URL: this.natsUrl,
@@ -72,6 +77,7 @@ export class ChaosSystem {
       STRIPE_API_URL: this.stripeApi.url,
       ADYEN_API_KEY: this.adyenApi.apiKey,
       ADYEN_CHECKOUT_URL: this.adyenApi.checkoutUrl,
+      ...this.adyenReports.env,
       RATE_LIMIT_RPS: "0",
       HOLD_MAX_ORDERS: "0",
       HOLD_MAX_UNITS: "0",
@@ -201,5 +207,6 @@ export class ChaosSystem {
     await this.cluster.stop();
     await this.stripeApi?.stop();
     await this.adyenApi?.stop();
+    await this.adyenReports?.stop();
   }
 }

@@ -198,6 +198,8 @@ export async function startAdyenApi({
     },
     /** Every payment Adyen holds: its pspReference and value. */
     payments: () => [...payments.values()].map((p) => [p.pspReference, p.value] as const),
+    /** Every payment Adyen holds, as made. */
+    paymentList: () => [...payments.values()],
     refunds: (paymentPsp?: string) =>
       [...refunds.values()].filter((r) => !paymentPsp || r.paymentPspReference === paymentPsp),
     fail: server.fail.bind(server),

@@ -167,6 +167,8 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
     },
     /** Every PaymentIntent Stripe holds: its id and the amount received. */
     payments: () => [...intents.values()].map((i) => [i.id, i.amount_received] as const),
+    /** Every PaymentIntent Stripe holds, as made. */
+    paymentList: () => [...intents.values()],
     /** Every refund Stripe holds, optionally of one PaymentIntent. */
     refunds: (paymentIntent?: string) =>
       [...refunds.values()].filter((r) => !paymentIntent || r.payment_intent === paymentIntent),
