@@ -11,7 +11,6 @@ import { clientIp, rateLimitKey } from "@commerce/shared/platform/rate-limit";
 import { formatTraceparent, inSpan } from "@commerce/shared/platform/tracing";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../deps";
-import { messageSubjectOf } from "../../lib/outbox-message";
 import {
   CredentialsRejectedError,
   InvalidNotificationError,
@@ -21,7 +20,7 @@ import {
   SignatureRejectedError,
 } from "../providers/provider";
 import { claimedOrderId } from "../refusals/claimed-order";
-import { GroupCommit, type StoreInput } from "./group-commit";
+import { GroupCommit, notificationSubject, type StoreInput } from "./group-commit";
 
 const statusReasons: Record<number, RejectionReason> = {
   413: "too_large",
@@ -77,25 +76,8 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
     else logger.info("notification", line);
   };
 
-  /**
-   * G2: a message only for an event that moves money and names an order, amount and currency;
-   * L5: a dispute names the payment (the api finds its order); G4: none for money not the shop's.
-   */
-  const subjectOf = ({
-    message,
-    orderId,
-    paymentRef,
-    amount,
-    currency,
-    ignored,
-  }: ParsedNotification) =>
-    message !== undefined &&
-    ignored === undefined &&
-    (message === "payment.disputed" ? paymentRef !== null : orderId !== null) &&
-    amount !== null &&
-    currency !== null
-      ? messageSubjectOf(message, topology)
-      : undefined;
+  const subjectOf = (notification: ParsedNotification) =>
+    notificationSubject(notification, topology);
 
   const intake =
     (provider: PaymentProvider) => async (request: Request, sourceIp: string, bucket: string) => {
