@@ -1,4 +1,4 @@
-import type { DisputeStage } from "@commerce/shared/contract/messages";
+import type { DisputeStage, NotificationSource } from "@commerce/shared/contract/messages";
 import { auditLogTable } from "@commerce/shared/platform/audit-log";
 import { outboxTable } from "@commerce/shared/platform/outbox/table";
 import { sql } from "drizzle-orm";
@@ -51,6 +51,12 @@ export const notifications = payments.table(
     ignored: text("ignored"),
     /** L5: a dispute's stage, for its message (and every replay of it). */
     stage: text("stage").$type<DisputeStage>(),
+    /**
+     * B1, B3: how it reached payments: `webhook` (the provider sent it), or `reconciliation` (a
+     * run found it at the provider: an event never delivered, a state no event explained, a
+     * report's line). Its message says so, and the order's timeline shows it (T1).
+     */
+    source: text("source").$type<NotificationSource>().notNull().default("webhook"),
   },
   (table) => [
     // V3: an operator may still name a notification by its provider's bare id.

@@ -10,12 +10,14 @@ export const messageSubjectOf = (event: string, topology: MessageTopology) =>
 /**
  * M1, L5: a notification's message payload, built in SQL from a row with the notification's
  * columns (`key`, `order_id`, `amount`, `currency`, `received_at`, `provider`, `payment_ref`,
- * `stage`): the webhook's outbox row and every replay of it (V3) carry the same bytes. Its
- * `notification_id` is the key (G5), so no two providers' notifications share one; a dispute
- * that names no order leaves `order_id` out, and only a dispute has a `stage`.
+ * `stage`, `source`): the webhook's outbox row and every replay of it (V3) carry the same bytes.
+ * Its `notification_id` is the key (G5), so no two providers' notifications share one; a dispute
+ * that names no order leaves `order_id` out, only a dispute has a `stage`, and only what a
+ * reconciliation run found has a `source` (B3).
  */
 export const messagePayload = (sql: Sql) => sql`pg_catalog.jsonb_strip_nulls(
   pg_catalog.jsonb_build_object(
   'notification_id', key, 'order_id', order_id, 'amount', amount, 'currency', currency,
   'received_at', ${isoTimestamp(sql, "received_at")},
-  'provider', provider, 'payment_ref', coalesce(payment_ref, key), 'stage', stage))`;
+  'provider', provider, 'payment_ref', coalesce(payment_ref, key), 'stage', stage,
+  'source', nullif(source, 'webhook')))`;
