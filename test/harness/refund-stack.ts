@@ -90,6 +90,7 @@ export async function startRefundStack({ refunds = {}, env = {} }: RefundStackOp
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const paymentsUrl = `http://127.0.0.1:${paymentsPort}`;
   adyenApi.webhookUrl = `${paymentsUrl}/api/webhooks/adyen`;
+  stripeApi.webhookUrl = `${paymentsUrl}/api/webhooks/stripe`;
   const sql = api.deps.sql;
   const admin = await signToken(unique("admin"), "admin");
   const customer = await signToken(unique("cust"));
@@ -169,6 +170,7 @@ export async function startRefundStack({ refunds = {}, env = {} }: RefundStackOp
     topology: api.deps.topology,
     statusOf,
     deliver,
+    paidBecomes,
 
     /** A paid order whose payment is a PaymentIntent the local Stripe holds. */
     async paidThroughStripe(amount = 1999) {
@@ -238,6 +240,20 @@ export async function startRefundStack({ refunds = {}, env = {} }: RefundStackOp
         "the api replica",
       );
       return { url, stop: () => replica.stop() };
+    },
+
+    /** Another payments on the same database and NATS names (B1: replicas racing); stop it after. */
+    async paymentsReplica() {
+      const port = await freePort();
+      const replica = await createPaymentsService(
+        loadPaymentsConfig({ ...common, PORT: String(port) }),
+        {
+          logSink: (line) => paymentsLog.push(line),
+          refunds: { retryBaseMs: 50, retryMaxMs: 400, intervalMs: 100, ...refunds },
+        },
+      );
+      replica.start();
+      return { service: replica, stop: () => replica.stop() };
     },
 
     /** The order's refunds as the api lists them. */

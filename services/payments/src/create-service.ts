@@ -5,8 +5,9 @@ import { createApp } from "./app";
 import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
-import { refundClientsOf } from "./modules/providers";
+import { reconcileClientsOf, refundClientsOf } from "./modules/providers";
 import { AntiEntropy } from "./modules/reconciliation/anti-entropy";
+import { ProviderReconciliation } from "./modules/reconciliation/provider-runs";
 import { RefundRequests } from "./modules/refunds/requests";
 import { RefundWorker, type RefundWorkerOptions } from "./modules/refunds/worker";
 import { RefusalTally } from "./modules/refusals/tally";
@@ -99,6 +100,21 @@ export async function createService(
     settings: config.antiEntropy,
   });
 
+  // B1, B4: each provider's API is compared with what was stored, every interval.
+  const reconciliation = new ProviderReconciliation({
+    sql: core.sql,
+    topology: core.topology,
+    logger: core.logger,
+    metrics: core.metrics,
+    outboxWritten: () => core.relay.kick(),
+    clients: reconcileClientsOf(
+      config.providers,
+      options.refunds?.callTimeoutMs ?? providerCallTimeoutMs,
+    ),
+    intervalMs: config.reconcileIntervalMs,
+    circuitOpen: (provider) => refundWorker.circuitOpen(provider),
+  });
+
   return {
     app,
     deps,
@@ -106,10 +122,12 @@ export async function createService(
     nats: core.nats,
     refundWorker,
     antiEntropy,
+    reconciliation,
     start: () => {
       core.start(app, () => {
         refundWorker.start();
         antiEntropy.start();
+        reconciliation.start();
       });
       deps.refusals.start();
     },
@@ -119,6 +137,7 @@ export async function createService(
       core.stop(app, [
         ["refused notifications", () => deps.refusals.stop()],
         ["anti-entropy", () => antiEntropy.stop()],
+        ["provider reconciliation", () => reconciliation.stop()],
         ["refund requests", () => refundRequests.stop()],
         ["refund worker", () => refundWorker.stop()],
       ]),

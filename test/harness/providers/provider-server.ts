@@ -101,7 +101,13 @@ export class ProviderServer {
       body,
       at: Date.now(),
     });
-    const call = { method, path, query: new URLSearchParams(search), body, headers: request.headers };
+    const call = {
+      method,
+      path,
+      query: new URLSearchParams(search),
+      body,
+      headers: request.headers,
+    };
     const moves = method === "POST" && this.options.moves(path);
     if (!moves) return send(response, (await this.route(call)) ?? notFound);
 

@@ -68,7 +68,10 @@ type StripeEventRecord = {
 export type Delivery = "sent" | "unsent" | "none";
 
 /** B4: a fault every list request meets until cleared (down), or the next ones (queued). */
-export type ListFault = { kind: "status"; status: number } | { kind: "timeout"; ms?: number };
+export type ListFault = ({ kind: "status"; status: number } | { kind: "timeout"; ms?: number }) & {
+  /** Only a request for a later page (`starting_after`) meets it: a run fails halfway. */
+  laterPage?: boolean;
+};
 
 /** What a list item may be made of: a real object, or whatever a test injects (bad input). */
 type Listed = { id?: unknown; created?: unknown } & Record<string, unknown>;
@@ -116,6 +119,8 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
     injected: Map<string, unknown[]>;
     /** A page larger than asked (a huge page): every item, whatever `limit` said. */
     ignoreLimit: boolean;
+    /** Pages shorter than asked (Stripe may answer fewer than `limit`), so a run has several. */
+    maxPage?: number;
     listRequests: { path: string; query: string; at: number }[];
   } = {
     refundStatus: "succeeded",
@@ -151,14 +156,15 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
       if (!state.webhookUrl) throw new Error("webhookUrl is not set");
       const { delivery_success: _, ...body } = event;
       const request = await stripeRequest(body);
+      // An endpoint that is down or refuses leaves the event undelivered (Stripe retries later).
       const response = await fetch(state.webhookUrl, {
         method: "POST",
         headers: request.headers,
         body: await request.text(),
-      });
-      await response.text();
-      event.delivery_success = response.ok;
-      event.pending_webhooks = response.ok ? 0 : 1;
+      }).catch(() => undefined);
+      await response?.text();
+      event.delivery_success = response?.ok ?? false;
+      event.pending_webhooks = response?.ok ? 0 : 1;
     }
     return event;
   }
@@ -178,7 +184,7 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
     const after = query.get("starting_after");
     const from = after ? sorted.findIndex((item) => item.id === after) + 1 : 0;
     const rest = sorted.slice(from);
-    const page = state.ignoreLimit ? rest : rest.slice(0, limit);
+    const page = state.ignoreLimit ? rest : rest.slice(0, Math.min(limit, state.maxPage ?? limit));
     const injected = state.injected.get(path) ?? [];
     state.injected.delete(path);
     return {
@@ -194,8 +200,11 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
   }
 
   /** B4: the fault a list request meets, if any (its answer, or a hang past the caller's timeout). */
-  async function listFault(): Promise<ReturnType<typeof stripeError> | undefined> {
-    const fault = state.down ?? state.listFaults.shift();
+  async function listFault(
+    query: URLSearchParams,
+  ): Promise<ReturnType<typeof stripeError> | undefined> {
+    const queued = state.listFaults.findIndex((f) => !f.laterPage || query.has("starting_after"));
+    const fault = state.down ?? (queued >= 0 ? state.listFaults.splice(queued, 1)[0] : undefined);
     if (!fault) return undefined;
     if (fault.kind === "timeout") await Bun.sleep(fault.ms ?? 60_000);
     const status = fault.kind === "status" ? fault.status : 503;
@@ -234,12 +243,13 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
       };
       if (method === "GET" && lists[path]) {
         state.listRequests.push({ path, query: query.toString(), at: Date.now() });
-        return (await listFault()) ?? listOf(path, lists[path](), query);
+        return (await listFault(query)) ?? listOf(path, lists[path](), query);
       }
       const intentPath = /^\/v1\/payment_intents\/([^/]+)$/.exec(path);
       if (method === "GET" && intentPath) {
         const intent = intents.get(intentPath[1]);
-        if (intent) return { status: 200, body: intent, headers: { "request-id": randomId("req") } };
+        if (intent)
+          return { status: 200, body: intent, headers: { "request-id": randomId("req") } };
         return stripeError(404, {
           type: "invalid_request_error",
           code: "resource_missing",
@@ -335,7 +345,14 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
       delivery,
     );
 
-  function newIntent(amount: number, currency: string, orderId?: number, livemode = false) {
+  /** A PaymentIntent; one of a connected account (`listed` false) is not in the shop's lists. */
+  function newIntent(
+    amount: number,
+    currency: string,
+    orderId?: number,
+    livemode = false,
+    listed = true,
+  ) {
     const intent: PaymentIntent = {
       id: randomId("pi"),
       object: "payment_intent",
@@ -348,7 +365,7 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
       status: "succeeded",
       livemode,
     };
-    intents.set(intent.id, intent);
+    if (listed) intents.set(intent.id, intent);
     return intent;
   }
 
@@ -373,13 +390,17 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
       orderId: number,
       amount: number,
       delivery: Delivery,
-      { currency = "usd", livemode = false, account }: {
+      {
+        currency = "usd",
+        livemode = false,
+        account,
+      }: {
         currency?: string;
         livemode?: boolean;
         account?: string;
       } = {},
     ) {
-      const intent = newIntent(amount, currency, orderId, livemode);
+      const intent = newIntent(amount, currency, orderId, livemode, account === undefined);
       const body = intentBody(orderId, {
         ...intent,
         created: intent.created,
@@ -426,6 +447,10 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
     /** B1 bad input: raw items at the head of the next page of `path` (e.g. `/v1/events`). */
     inject(path: string, ...items: unknown[]) {
       state.injected.set(path, [...(state.injected.get(path) ?? []), ...items]);
+    },
+    /** Pages of at most `n` items (undefined: as `limit` asks). */
+    set maxPage(n: number | undefined) {
+      state.maxPage = n;
     },
     /** B1 bad input: pages larger than the `limit` asked. */
     set ignoreLimit(on: boolean) {

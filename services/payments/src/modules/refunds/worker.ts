@@ -132,6 +132,11 @@ export class RefundWorker {
     });
   }
 
+  /** F7: whether calls to `provider`'s API are held back now (B4: reconciliation waits too). */
+  circuitOpen(provider: string): boolean {
+    return this.circuits.get(provider)?.open ?? false;
+  }
+
   /** F7: each provider's circuit as /ready's detail names it while open. */
   notes() {
     return [...this.circuits.values()].map((circuit) => ({

@@ -80,9 +80,10 @@ export function stripeReconciler(
       });
       const data = Array.isArray(page.data) ? page.data : [];
       const items = data.slice(0, pageSize);
-      const skipped: ReconcileSkip[] = data
-        .slice(pageSize)
-        .map((item) => ({ reason: "page_too_large", id: isObject(item) ? idText(item.id) : undefined }));
+      const skipped: ReconcileSkip[] = data.slice(pageSize).map((item) => ({
+        reason: "page_too_large",
+        id: isObject(item) ? idText(item.id) : undefined,
+      }));
       yield { items, skipped };
       const last = [...items].reverse().find((item) => isObject(item) && idText(item.id));
       if (!page.has_more || !last) return;
@@ -95,8 +96,7 @@ export function stripeReconciler(
     if (!isObject(item)) return { reason: "malformed" };
     const id = idText(item.id);
     // G4: another account's event (Connect) or the other mode's money is not the shop's.
-    if (item.account !== undefined && item.account !== null)
-      return { reason: "other_account", id };
+    if (item.account !== undefined && item.account !== null) return { reason: "other_account", id };
     if (item.livemode !== livemode) return { reason: "other_mode", id };
     const rawBody = JSON.stringify(item);
     if (rawBody.length > providerBodyLimit) return { reason: "too_large", id };
