@@ -72,6 +72,7 @@ export function stripeReconciler(
     from: number,
   ): AsyncGenerator<{ items: unknown[]; skipped: ReconcileSkip[] }> {
     let after: string | undefined;
+    const seen = new Set<string>();
     for (;;) {
       const page = await list({
         created: { gte: from },
@@ -86,8 +87,11 @@ export function stripeReconciler(
       }));
       yield { items, skipped };
       const last = [...items].reverse().find((item) => isObject(item) && idText(item.id));
-      if (!page.has_more || !last) return;
-      after = idText((last as StripeObject).id);
+      // A page cut short here goes on after its last kept item, whatever has_more said.
+      if ((!page.has_more && data.length <= pageSize) || !last) return;
+      after = idText((last as StripeObject).id) as string;
+      if (seen.has(after)) throw new Error("Stripe's list repeated a page");
+      seen.add(after);
     }
   }
 
@@ -146,16 +150,21 @@ export function stripeReconciler(
   }
 
   /** The checks every listed object passes: an object with an id, of the shop's mode. */
-  function objectOf(item: unknown, kind: string): StripeObject | ReconcileSkip {
-    if (!isObject(item) || item.object !== kind || !idText(item.id)) return { reason: "malformed" };
+  function objectOf(
+    item: unknown,
+    kind: string,
+  ): { value: StripeObject } | { skip: ReconcileSkip } {
+    if (!isObject(item) || item.object !== kind || !idText(item.id))
+      return { skip: { reason: "malformed" } };
     if (item.livemode !== undefined && item.livemode !== livemode)
-      return { reason: "other_mode", id: idText(item.id) };
-    return item;
+      return { skip: { reason: "other_mode", id: idText(item.id) } };
+    return { value: item };
   }
 
   function paymentIntentCandidate(item: unknown): ReconcileCandidate | ReconcileSkip | undefined {
-    const intent = objectOf(item, "payment_intent");
-    if ("reason" in intent) return intent as ReconcileSkip;
+    const listed = objectOf(item, "payment_intent");
+    if ("skip" in listed) return listed.skip;
+    const intent = listed.value;
     if (intent.status !== "succeeded") return undefined;
     if (orderIdOf((intent.metadata as StripeObject | undefined)?.order_id) === null)
       return { reason: "no_order", id: intent.id as string };
@@ -197,8 +206,8 @@ export function stripeReconciler(
     if (refund.status === "failed" && !shopRefund) return undefined;
     if (orderId === null || !shopRefund) {
       const intent = objectOf(await client.paymentIntents.retrieve(intentId), "payment_intent");
-      if ("reason" in intent) return { ...(intent as ReconcileSkip), id: refund.id as string };
-      orderId = orderIdOf((intent.metadata as StripeObject | undefined)?.order_id);
+      if ("skip" in intent) return { ...intent.skip, id: refund.id as string };
+      orderId = orderIdOf((intent.value.metadata as StripeObject | undefined)?.order_id);
     }
     if (orderId === null) return { reason: "no_order", id: refund.id as string };
     return stateCandidate(
@@ -216,8 +225,9 @@ export function stripeReconciler(
 
   /** L5: an open dispute (`opened`) or a closed one (`won`, `lost`, ...). */
   function disputeCandidate(item: unknown): ReconcileCandidate | ReconcileSkip | undefined {
-    const dispute = objectOf(item, "dispute");
-    if ("reason" in dispute) return dispute as ReconcileSkip;
+    const listed = objectOf(item, "dispute");
+    if ("skip" in listed) return listed.skip;
+    const dispute = listed.value;
     const paymentRef = idText(dispute.payment_intent) ?? idText(dispute.charge);
     if (!paymentRef) return { reason: "no_order", id: dispute.id as string };
     const closed = ["won", "lost", "warning_closed", "prevented"].includes(String(dispute.status));
@@ -275,8 +285,8 @@ export function stripeReconciler(
           refundSkips.push(...skipped);
           for (const item of items) {
             const refund = objectOf(item, "refund");
-            if ("reason" in refund) refundSkips.push(refund as ReconcileSkip);
-            else refunds.push(refund);
+            if ("skip" in refund) refundSkips.push(refund.skip);
+            else refunds.push(refund.value);
           }
         }
         refunds.sort((a, b) => Number(a.created) - Number(b.created));
