@@ -71,6 +71,8 @@ export type Delivery = "sent" | "unsent" | "none";
 export type ListFault = ({ kind: "status"; status: number } | { kind: "timeout"; ms?: number }) & {
   /** Only a request for a later page (`starting_after`) meets it: a run fails halfway. */
   laterPage?: boolean;
+  /** Only a request of this list (e.g. `/v1/events`). */
+  path?: string;
 };
 
 /** What a list item may be made of: a real object, or whatever a test injects (bad input). */
@@ -175,10 +177,11 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
    */
   function listOf(path: string, items: Listed[], query: URLSearchParams) {
     const gte = Number(query.get("created[gte]") ?? 0);
+    const lte = Number(query.get("created[lte]") ?? Number.POSITIVE_INFINITY);
     const limit = Math.min(100, Math.max(1, Number(query.get("limit") ?? 10)));
     const sorted = items
       .map((item, order) => ({ item, order }))
-      .filter(({ item }) => Number(item.created) >= gte)
+      .filter(({ item }) => Number(item.created) >= gte && Number(item.created) <= lte)
       .sort((a, b) => Number(b.item.created) - Number(a.item.created) || b.order - a.order)
       .map(({ item }) => item);
     const after = query.get("starting_after");
@@ -201,9 +204,12 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
 
   /** B4: the fault a list request meets, if any (its answer, or a hang past the caller's timeout). */
   async function listFault(
+    path: string,
     query: URLSearchParams,
   ): Promise<ReturnType<typeof stripeError> | undefined> {
-    const queued = state.listFaults.findIndex((f) => !f.laterPage || query.has("starting_after"));
+    const queued = state.listFaults.findIndex(
+      (f) => (!f.laterPage || query.has("starting_after")) && (!f.path || f.path === path),
+    );
     const fault = state.down ?? (queued >= 0 ? state.listFaults.splice(queued, 1)[0] : undefined);
     if (!fault) return undefined;
     if (fault.kind === "timeout") await Bun.sleep(fault.ms ?? 60_000);
@@ -243,7 +249,7 @@ export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
       };
       if (method === "GET" && lists[path]) {
         state.listRequests.push({ path, query: query.toString(), at: Date.now() });
-        return (await listFault(query)) ?? listOf(path, lists[path](), query);
+        return (await listFault(path, query)) ?? listOf(path, lists[path](), query);
       }
       const intentPath = /^\/v1\/payment_intents\/([^/]+)$/.exec(path);
       if (method === "GET" && intentPath) {

@@ -281,5 +281,11 @@ export type ReconcileClient = {
   provider: PaymentProviderName;
   /** The host it asks, stored as a found notification's source address. */
   source: string;
-  kinds: Record<string, (fromSeconds: number) => AsyncIterable<ReconcilePage>>;
+  /** Per kind, what it holds that was made from `fromSeconds` to `toSeconds` (unix), in pages. */
+  kinds: Record<string, (fromSeconds: number, toSeconds: number) => AsyncIterable<ReconcilePage>>;
+  /**
+   * A kind whose window ends where another kind's last complete run ended (Stripe's objects
+   * follow its events), so an object is compared only once its events could have been read.
+   */
+  follows?: Record<string, string>;
 };

@@ -166,15 +166,23 @@ export class ProviderReconciliation {
       await tx`
         insert into payments.reconciliation_checkpoints (kind, scope) values (${checkpoint}, ${scope})
         on conflict do nothing`;
-      const [window] = await tx<{ from: string; to: string; from_seconds: number }[]>`
+      const follows = client.follows?.[kind];
+      const [window] = await tx<
+        { from: string; to: string; from_seconds: number; to_seconds: number }[]
+      >`
         with bounds as (
           select greatest(coalesce(checked_until - ${overlap}::interval, now() - ${longestWindow}::interval),
-            now() - ${longestWindow}::interval) as from_at
+            now() - ${longestWindow}::interval) as from_at,
+            least(now(), coalesce((select checked_until from payments.reconciliation_checkpoints
+              where kind = ${`${client.provider}:${follows}`} and scope = ${scope}
+                and ${follows !== undefined}), now())) as to_at
           from payments.reconciliation_checkpoints where kind = ${checkpoint} and scope = ${scope}
           for update skip locked
         )
-        select from_at::text as from, now()::text as to,
-          floor(extract(epoch from from_at))::float8 as from_seconds
+        select from_at::text as from, to_at::text as to,
+          floor(extract(epoch from from_at))::float8 as from_seconds,
+          -- Stripe's created is in whole seconds: the last second may not be whole yet.
+          floor(extract(epoch from to_at))::float8 - 1 as to_seconds
         from bounds`;
       if (!window) return undefined;
       const run = await this.execute(client, kind, window);
@@ -189,7 +197,7 @@ export class ProviderReconciliation {
   private async execute(
     client: ReconcileClient,
     kind: string,
-    window: { from: string; to: string; from_seconds: number },
+    window: { from: string; to: string; from_seconds: number; to_seconds: number },
   ): Promise<ProviderRun> {
     const { sql, topology, logger } = this.deps;
     const provider = client.provider;
@@ -214,7 +222,7 @@ export class ProviderReconciliation {
     const startedAt = performance.now();
     try {
       if (this.deps.circuitOpen?.(provider)) throw new Error(`the ${provider} API circuit is open`);
-      for await (const page of client.kinds[kind](window.from_seconds)) {
+      for await (const page of client.kinds[kind](window.from_seconds, window.to_seconds)) {
         await this.apply(client, kind, page, run, foundIds, skips);
         // O7: a shutdown ends the run after its page; the next one covers the window again.
         if (this.stopped) throw new Error("the service is stopping");

@@ -65,17 +65,20 @@ export function stripeReconciler(
    * pages honestly.
    */
   async function* pagesOf(
-    list: (params: Stripe.PaginationParams & { created: { gte: number } }) => Promise<{
+    list: (
+      params: Stripe.PaginationParams & { created: { gte: number; lte?: number } },
+    ) => Promise<{
       data: unknown[];
       has_more: boolean;
     }>,
     from: number,
+    to?: number,
   ): AsyncGenerator<{ items: unknown[]; skipped: ReconcileSkip[] }> {
     let after: string | undefined;
     const seen = new Set<string>();
     for (;;) {
       const page = await list({
-        created: { gte: from },
+        created: to === undefined ? { gte: from } : { gte: from, lte: to },
         limit: pageSize,
         ...(after ? { starting_after: after } : {}),
       });
@@ -254,6 +257,7 @@ export function stripeReconciler(
   return {
     provider: "stripe",
     source,
+    follows: { objects: "events" },
     kinds: {
       async *events(from) {
         const types = [...moneyEvents.keys()];
@@ -266,10 +270,11 @@ export function stripeReconciler(
           yield page;
         }
       },
-      async *objects(from) {
+      async *objects(from, to) {
         for await (const { items, skipped } of pagesOf(
           (params) => client.paymentIntents.list(params),
           from,
+          to,
         )) {
           const page = split(items.map(paymentIntentCandidate), items.length);
           page.skipped.push(...skipped);
@@ -281,6 +286,7 @@ export function stripeReconciler(
         for await (const { items, skipped } of pagesOf(
           (params) => client.refunds.list(params),
           from,
+          to,
         )) {
           refundSkips.push(...skipped);
           for (const item of items) {
@@ -304,6 +310,7 @@ export function stripeReconciler(
         for await (const { items, skipped } of pagesOf(
           (params) => client.disputes.list(params),
           from,
+          to,
         )) {
           const disputes = split(items.map(disputeCandidate), items.length);
           disputes.skipped.push(...skipped);
