@@ -391,3 +391,31 @@ describe("B1: one run at a time across replicas", () => {
     }
   });
 });
+
+describe("B3: the runs, by kind and provider", () => {
+  test("B3: GET /api/reconciliation/runs?kind=&provider= lists one kind's runs (per_page=1 is the last); an unknown kind is 400 problem+json", async () => {
+    const ask = (query: string) =>
+      fetch(`${stack.paymentsUrl}/api/reconciliation/runs${query}`, {
+        headers: { authorization: `Bearer ${stack.admin}` },
+      });
+    for (const kind of ["events", "objects"]) {
+      await eventually(async () => ((await runs(kind)).length >= 2 ? true : undefined));
+      const response = await ask(`?kind=${kind}&provider=stripe&per_page=1`);
+      expect(response.status).toBe(200);
+      const body = await response.json();
+      expect(body.items).toHaveLength(1);
+      expect(body.items[0]).toMatchObject({ provider: "stripe", kind });
+      expect(body.total).toBeGreaterThan(1);
+      const [last] = await sql<{ id: number }[]>`
+        select id::int from payments.reconciliation_runs
+        where scope = ${scope} and kind = ${kind} order by started_at desc, id desc limit 1`;
+      expect(body.items[0].id).toBeGreaterThanOrEqual(last.id - 2);
+    }
+    const inbox = await (await ask("?kind=inbox&provider=stripe")).json();
+    expect(inbox.items).toEqual([]);
+    const bad = await ask("?kind=everything");
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get("content-type")).toContain("application/problem+json");
+    expect(JSON.stringify(await bad.json())).toContain("/kind");
+  });
+});
