@@ -236,4 +236,35 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
       "payments",
     ]);
   });
+
+  test("N1: the chart's NATS permissions are deploy/nats-auth.conf's, subject for subject, user by user", () => {
+    const values = Bun.YAML.parse(
+      readFileSync(join(root, "deploy/kubernetes/nats-values.yaml"), "utf8"),
+    ) as Record<string, any>;
+    const conf = readFileSync(join(root, "deploy/nats-auth.conf"), "utf8")
+      .split("\n")
+      .map((line) => line.replace(/#.*$/, ""))
+      .join("\n");
+    for (const user of values.config.merge.authorization.users) {
+      const block = conf.slice(conf.indexOf(`user: ${user.user}`)).split(/\n\s*user: /)[0];
+      const subjects = (section: string) =>
+        [
+          ...(block.split(`${section}:`)[1] ?? "")
+            .split(/\n\s*(?:publish|subscribe|allow_responses)\b/)[0]
+            .matchAll(/"([^"]+)"/g),
+        ].map((m) => m[1]);
+      expect({ user: user.user, publish: user.permissions.publish.allow.toSorted() }).toEqual({
+        user: user.user,
+        publish: subjects("publish").toSorted(),
+      });
+      expect({ user: user.user, subscribe: user.permissions.subscribe.allow.toSorted() }).toEqual({
+        user: user.user,
+        subscribe: subjects("subscribe").toSorted(),
+      });
+      expect({ user: user.user, responses: user.permissions.allow_responses === true }).toEqual({
+        user: user.user,
+        responses: /allow_responses:\s*true/.test(block),
+      });
+    }
+  });
 });

@@ -402,7 +402,10 @@ describe("B3: the runs, by kind and provider", () => {
       await eventually(async () => ((await runs(kind)).length >= 2 ? true : undefined));
       const response = await ask(`?kind=${kind}&provider=stripe&per_page=1`);
       expect(response.status).toBe(200);
-      const body = await response.json();
+      const body = (await response.json()) as {
+        items: { id: number; provider: string; kind: string }[];
+        total: number;
+      };
       expect(body.items).toHaveLength(1);
       expect(body.items[0]).toMatchObject({ provider: "stripe", kind });
       expect(body.total).toBeGreaterThan(1);
@@ -411,7 +414,7 @@ describe("B3: the runs, by kind and provider", () => {
         where scope = ${scope} and kind = ${kind} order by started_at desc, id desc limit 1`;
       expect(body.items[0].id).toBeGreaterThanOrEqual(last.id - 2);
     }
-    const inbox = await (await ask("?kind=inbox&provider=stripe")).json();
+    const inbox = (await (await ask("?kind=inbox&provider=stripe")).json()) as { items: unknown[] };
     expect(inbox.items).toEqual([]);
     const bad = await ask("?kind=everything");
     expect(bad.status).toBe(400);

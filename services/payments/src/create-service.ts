@@ -6,8 +6,10 @@ import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
 import { reconcileClientsOf, refundClientsOf } from "./modules/providers";
+import { type AdyenReportOptions, AdyenReports } from "./modules/reconciliation/adyen-report";
 import { AntiEntropy } from "./modules/reconciliation/anti-entropy";
 import { ProviderReconciliation } from "./modules/reconciliation/provider-runs";
+import { RefundProvidersAnswerer } from "./modules/refunds/providers-answer";
 import { RefundRequests } from "./modules/refunds/requests";
 import { RefundWorker, type RefundWorkerOptions } from "./modules/refunds/worker";
 import { RefusalTally } from "./modules/refusals/tally";
@@ -25,6 +27,8 @@ export async function createService(
   options: ServiceOptions<PaymentsDeps> & {
     /** F3: the refund worker's schedule (tests shorten it); `giveUpAfterMs` overrides the hours. */
     refunds?: RefundWorkerOptions & { giveUpAfterMs?: number; callTimeoutMs?: number };
+    /** B1, B4: the Adyen report worker's schedule and limits (tests shorten them). */
+    adyenReports?: AdyenReportOptions;
   } = {},
 ) {
   const core = await openServiceCore("payments", config, options, {
@@ -37,6 +41,8 @@ export async function createService(
       payments.refundOutcome,
     ],
     async onNatsConnect() {
+      // F1: the api asks which providers refunds go through; answered from here.
+      refundProvidersAnswerer.listen(core.nats.nc);
       refundRequests.start();
     },
   });
@@ -61,20 +67,42 @@ export async function createService(
     refusals: new RefusalTally(core.sql, core.logger, core.metrics),
     ...options.replace,
   };
+  // B1: Adyen's reports, announced by the intake, read by a leased worker.
+  const adyenReports = config.providers.adyen
+    ? new AdyenReports(
+        {
+          sql: core.sql,
+          topology: core.topology,
+          logger: core.logger,
+          metrics: core.metrics,
+          settings: config.providers.adyenReports,
+          merchantAccounts: config.providers.adyen.merchantAccounts,
+          outboxWritten: () => core.relay.kick(),
+        },
+        options.adyenReports,
+      )
+    : undefined;
+  deps.reportsAnnounced ??= adyenReports && ((reports) => adyenReports.announce(reports));
   if (!deps.verifyToken)
     core.logger.warn(
       "operator routes answer 503: set AUTH_PUBLIC_KEY, AUTH_JWKS_URL or AUTH_JWT_SECRET to let admin tokens in",
     );
+  const refundClients = refundClientsOf(
+    config.providers,
+    options.refunds?.callTimeoutMs ?? providerCallTimeoutMs,
+  );
+  const refundProvidersAnswerer = new RefundProvidersAnswerer({
+    topology: core.topology,
+    logger: core.logger,
+    providers: [...refundClients.keys()],
+  });
   const refundWorker = new RefundWorker(
     {
       sql: core.sql,
       topology: core.topology,
       logger: core.logger,
       metrics: core.metrics,
-      clients: refundClientsOf(
-        config.providers,
-        options.refunds?.callTimeoutMs ?? providerCallTimeoutMs,
-      ),
+      clients: refundClients,
       giveUpAfterMs: options.refunds?.giveUpAfterMs ?? config.refundGiveUpMs,
       outboxWritten: deps.outboxWritten,
     },
@@ -123,11 +151,13 @@ export async function createService(
     refundWorker,
     antiEntropy,
     reconciliation,
+    adyenReports,
     start: () => {
       core.start(app, () => {
         refundWorker.start();
         antiEntropy.start();
         reconciliation.start();
+        adyenReports?.start();
       });
       deps.refusals.start();
     },
@@ -138,6 +168,7 @@ export async function createService(
         ["refused notifications", () => deps.refusals.stop()],
         ["anti-entropy", () => antiEntropy.stop()],
         ["provider reconciliation", () => reconciliation.stop()],
+        ["adyen reports", async () => adyenReports?.stop()],
         ["refund requests", () => refundRequests.stop()],
         ["refund worker", () => refundWorker.stop()],
       ]),

@@ -36,6 +36,11 @@ export function messageTopology(prefix = "") {
      * ids the api has applied; outside both streams, so no stream keeps the question.
      */
     appliedQuery: `${p}payment-inbox.applied`,
+    /**
+     * F1: the api asks payments (request/reply, core NATS) which providers it refunds through;
+     * outside both streams.
+     */
+    refundProvidersQuery: `${p}refund-providers.configured`,
   };
 }
 

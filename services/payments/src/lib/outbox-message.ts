@@ -1,10 +1,28 @@
 import { type MessageTopology, paymentEvents } from "@commerce/shared/contract/messages";
 import { isoTimestamp, type Sql } from "@commerce/shared/platform/database";
+import type { ParsedNotification } from "../modules/providers/provider";
 
 /** M1: the subject of the message a notification event makes, if it makes one. */
 export const messageSubjectOf = (event: string, topology: MessageTopology) =>
   Object.hasOwn(paymentEvents, event)
     ? topology.payments[paymentEvents[event as keyof typeof paymentEvents]]
+    : undefined;
+
+/**
+ * G2: a message only for an event that moves money and names an order, amount and currency;
+ * L5: a dispute names the payment (the api finds its order); G4: none for money not the shop's.
+ * Undefined when the notification makes no message.
+ */
+export const notificationSubject = (
+  { message, orderId, paymentRef, amount, currency, ignored }: ParsedNotification,
+  topology: MessageTopology,
+) =>
+  message !== undefined &&
+  ignored === undefined &&
+  (message === "payment.disputed" ? paymentRef !== null : orderId !== null) &&
+  amount !== null &&
+  currency !== null
+    ? messageSubjectOf(message, topology)
     : undefined;
 
 /**

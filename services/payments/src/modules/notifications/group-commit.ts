@@ -1,30 +1,9 @@
-import {
-  type MessageTopology,
-  type NotificationSource,
-  notificationKey,
-} from "@commerce/shared/contract/messages";
+import { type NotificationSource, notificationKey } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
 import { UnavailableError } from "@commerce/shared/platform/errors";
 import { GroupCommitQueue } from "@commerce/shared/platform/group-commit";
-import { messagePayload, messageSubjectOf } from "../../lib/outbox-message";
+import { messagePayload } from "../../lib/outbox-message";
 import type { ParsedNotification, PaymentProvider } from "../providers/provider";
-
-/**
- * G2: a message only for an event that moves money and names an order, amount and currency;
- * L5: a dispute names the payment (the api finds its order); G4: none for money not the shop's.
- * The webhook's intake and reconciliation (B1) ask the same.
- */
-export const notificationSubject = (
-  { message, orderId, paymentRef, amount, currency, ignored }: ParsedNotification,
-  topology: MessageTopology,
-) =>
-  message !== undefined &&
-  ignored === undefined &&
-  (message === "payment.disputed" ? paymentRef !== null : orderId !== null) &&
-  amount !== null &&
-  currency !== null
-    ? messageSubjectOf(message, topology)
-    : undefined;
 
 export type StoreInput = {
   provider: PaymentProvider["name"];

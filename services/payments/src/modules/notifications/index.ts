@@ -11,6 +11,7 @@ import { clientIp, rateLimitKey } from "@commerce/shared/platform/rate-limit";
 import { formatTraceparent, inSpan } from "@commerce/shared/platform/tracing";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../deps";
+import { notificationSubject } from "../../lib/outbox-message";
 import {
   CredentialsRejectedError,
   InvalidNotificationError,
@@ -20,7 +21,7 @@ import {
   SignatureRejectedError,
 } from "../providers/provider";
 import { claimedOrderId } from "../refusals/claimed-order";
-import { GroupCommit, notificationSubject, type StoreInput } from "./group-commit";
+import { GroupCommit, type StoreInput } from "./group-commit";
 
 const statusReasons: Record<number, RejectionReason> = {
   413: "too_large",
@@ -120,6 +121,19 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
           { parent: trace, kind: "client", attributes: { "db.system.name": "postgresql" } },
           () => group.store(inputs),
         );
+        // B1: a report to read is recorded (durably) before the answer, and read after it.
+        const reports = notifications.flatMap((notification, index) =>
+          notification.report
+            ? [
+                {
+                  notificationKey: notificationKey(provider.name, notification.id),
+                  report: notification.report,
+                  fresh: stored.stored[index],
+                },
+              ]
+            : [],
+        );
+        if (reports.length && deps.reportsAnnounced) await deps.reportsAnnounced(reports);
         // W9: one line per notification, so each id can be followed (T2), by its key (G5).
         notifications.forEach((notification, index) => {
           record(request, stored.stored[index] ? "accepted" : "duplicate", "none", {

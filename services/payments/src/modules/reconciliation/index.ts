@@ -14,10 +14,12 @@ export const reconciliationController = (deps: PaymentsDeps) =>
     .get(
       "/runs",
       ({ query }) =>
-        listRuns(deps.sql, deps.topology.payments.stream, pageRequestOf(query), {
-          kind: query.kind,
-          provider: query.provider,
-        }),
+        listRuns(
+          deps.sql,
+          deps.topology.payments.stream,
+          { kind: query.kind, provider: query.provider },
+          pageRequestOf(query),
+        ),
       {
         auth: "admin",
         query: runsQuery,
@@ -31,8 +33,9 @@ export const reconciliationController = (deps: PaymentsDeps) =>
             "report: Adyen's payment accounting report; inbox: what payments published against " +
             "what the api applied), the window it compared, when it started and ended, how many " +
             "it checked, found missing and repaired, and its errors (a run with errors was cut " +
-            "short; the next one covers its window again). kind and provider narrow the list " +
-            "(per_page=1&kind=events is the last events run). page and per_page as every list.",
+            "short; the next one covers its window again). Optionally of one kind (events, " +
+            "objects, report, inbox) or one provider (stripe, adyen). page and per_page as " +
+            "every list; per_page=1&kind=events is the last events run.",
         },
       },
     );

@@ -2,7 +2,8 @@ import { type MessageTopology, notificationKey } from "@commerce/shared/contract
 import type { Sql } from "@commerce/shared/platform/database";
 import { describeError, type Logger } from "@commerce/shared/platform/logger";
 import type { Metrics } from "@commerce/shared/platform/metrics";
-import { GroupCommit, notificationSubject } from "../notifications/group-commit";
+import { notificationSubject } from "../../lib/outbox-message";
+import { GroupCommit } from "../notifications/group-commit";
 import type {
   ReconcileCandidate,
   ReconcileClient,
@@ -81,17 +82,17 @@ export class ProviderReconciliation {
     });
     this.runs = deps.metrics.counter(
       "reconciliation_runs_total",
-      "B1, B4: reconciliation runs with a provider, by provider, kind and outcome (complete, failed)",
+      "B1, B3: reconciliation runs by provider, kind (events, objects, report) and outcome",
       ["provider", "kind", "outcome"],
     );
     this.found = deps.metrics.counter(
       "reconciliation_found_total",
-      "B3: notifications that arrived only through reconciliation (webhooks are failing), by provider and kind",
+      "B1, B3: provider states no stored notification explained, found by reconciliation and stored",
       ["provider", "kind"],
     );
     this.skipped = deps.metrics.counter(
       "reconciliation_skipped_total",
-      "B1: items of a provider's lists that were skipped (malformed, too large, another account or mode, no order), by provider and reason",
+      "B1: items of a provider's lists, reports and report lines not read, by provider and reason (other_mode, other_account, no_order, malformed, too_large, page_too_large, ...)",
       ["provider", "reason"],
     );
     for (const client of deps.clients)
