@@ -360,6 +360,11 @@ async function outage(checkpointBefore: number, downAt: number) {
     expect(good.window_from).toBeLessThanOrEqual(during.at - 10 * 60_000 + 1);
     expect(good.window_from).toBeGreaterThanOrEqual(during.at - 10 * 60_000 - 1);
     for (const orderId of missed) expect(await appliedPayments(orderId)).toBe(1);
+    // The errors are logged, never the API key (section 19).
+    expect(stack.paymentsLog.some((line) => line.includes("reconciliation run cut short"))).toBe(
+      true,
+    );
+    expect(stack.paymentsLog.join("\n")).not.toContain(stripeApi.apiKey);
     expect(
       await metric(
         /^reconciliation_runs_total\{provider="stripe",kind="events",outcome="failed"\} (\d+)/m,

@@ -135,14 +135,21 @@ export class ProviderReconciliation {
     for (const client of this.deps.clients)
       for (const kind of Object.keys(client.kinds)) {
         if (this.stopped) return;
-        await this.runOnce(client, kind).catch((error) => {
-          this.runs.inc({ provider: client.provider, kind, outcome: "failed" });
+        const provider = client.provider;
+        try {
+          const run = await this.runOnce(client, kind);
+          // Counted once its checkpoint is committed (or kept): a run another replica has is none.
+          if (run)
+            this.runs.inc({ provider, kind, outcome: run.errors === 0 ? "complete" : "failed" });
+        } catch (error) {
+          // The database failed around the run (its row or checkpoint): the checkpoint stays.
+          this.runs.inc({ provider, kind, outcome: "failed" });
           this.deps.logger.warn("reconciliation run failed", {
-            provider: client.provider,
+            provider,
             kind,
             ...describeError(error),
           });
-        });
+        }
       }
   }
 
@@ -238,7 +245,6 @@ export class ProviderReconciliation {
         ...describeError(error),
       });
     }
-    this.runs.inc({ provider, kind, outcome: run.errors === 0 ? "complete" : "failed" });
     await sql`
       update payments.reconciliation_runs set finished_at = now(), checked = ${run.checked},
         found = ${run.found}, applied = ${run.applied}, errors = ${run.errors}
