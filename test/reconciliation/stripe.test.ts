@@ -7,10 +7,17 @@ setDefaultTimeout(60_000);
 
 // Both services in this process with the local Stripe API; payments reconciles with it every
 // second (RECONCILE_INTERVAL_SECONDS=1), each call bounded by 500 ms. A refund without a definite
-// answer is asked again only after a minute, so what confirms it here is the sweep.
+// answer is asked again only after a minute, so what confirms it here is the sweep; Stripe's
+// circuit opens after two refund calls without one, for 3 s.
 const stack = await refundStackForFile({
   env: { RECONCILE_INTERVAL_SECONDS: "1" },
-  refunds: { callTimeoutMs: 500, retryBaseMs: 60_000, retryMaxMs: 60_000 },
+  refunds: {
+    callTimeoutMs: 500,
+    retryBaseMs: 60_000,
+    retryMaxMs: 60_000,
+    circuitThreshold: 2,
+    circuitCoolDownMs: 3_000,
+  },
 });
 const { stripeApi, sql } = stack;
 const scope = stack.topology.payments.stream;
@@ -425,5 +432,31 @@ describe("B3: the runs, by kind and provider", () => {
     expect(bad.status).toBe(400);
     expect(bad.headers.get("content-type")).toContain("application/problem+json");
     expect(JSON.stringify(await bad.json())).toContain("/kind");
+  });
+});
+
+describe("B4: the provider's circuit open", () => {
+  test("B4, F7: while Stripe's circuit is open (refund calls failed), runs fail without asking Stripe; after the cool-down they complete", async () => {
+    const paid = [await stack.paidThroughStripe(3400), await stack.paidThroughStripe(3500)];
+    stripeApi.fail({ kind: "status", status: 503 }, { kind: "status", status: 503 });
+    for (const { orderId } of paid)
+      expect(
+        (await stack.call("POST", `/api/orders/${orderId}/refunds`, { body: { note: "circuit" } }))
+          .status,
+      ).toBe(202);
+    await eventually(
+      async () =>
+        stack.paymentsLog.some((line) => line.includes("the stripe API circuit is open"))
+          ? true
+          : undefined,
+      15_000,
+      "a run refused by the open circuit",
+    );
+    const openAt = Date.now();
+    const failed = (await runs("events")).filter((r) => r.errors > 0).at(-1) as Run;
+    expect(failed.checked).toBe(0);
+    // After the cool-down (3 s) runs ask Stripe again and complete, though the circuit waits for
+    // a refund call to close it.
+    await runAfter("events", openAt + 3_000, (r) => r.errors === 0);
   });
 });

@@ -132,9 +132,12 @@ export class RefundWorker {
     });
   }
 
-  /** F7: whether calls to `provider`'s API are held back now (B4: reconciliation waits too). */
+  /**
+   * F7: whether calls to `provider`'s API are held back now (its circuit open, within the
+   * cool-down); B4: reconciliation does not ask it meanwhile either.
+   */
   circuitOpen(provider: string): boolean {
-    return this.circuits.get(provider)?.open ?? false;
+    return this.circuits.get(provider)?.allows().allowed === false;
   }
 
   /** F7: each provider's circuit as /ready's detail names it while open. */
