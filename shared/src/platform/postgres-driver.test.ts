@@ -43,6 +43,25 @@ describe("postgres.js, as installed with patches/postgres+3.4.9.patch", () => {
     }
   });
 
+  test("W6, X2: after its connection is terminated mid-statement, the pool's next query runs on the new connection, not failed with the old backend's 57P01 (porsager/postgres#1215)", async () => {
+    const sql = connectDatabase(testDatabaseUrl, { max: 1 });
+    const killer = connectDatabase(testDatabaseUrl, { max: 1 });
+    try {
+      const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+      const sleeping = sql`select pg_sleep(5)`.execute();
+      await eventually(async () => {
+        const [{ n }] = await killer`select count(*)::int as n from pg_stat_activity
+          where pid = ${pid} and state = 'active'`;
+        return n === 1 || undefined;
+      });
+      await killer`select pg_terminate_backend(${pid})`;
+      await expect(sleeping).rejects.toMatchObject({ code: "CONNECTION_CLOSED" });
+      expect((await sql`select 1 as one`)[0].one).toBe(1);
+    } finally {
+      await Promise.all([sql.end({ timeout: 1 }), killer.end({ timeout: 1 })]);
+    }
+  });
+
   // Unpatched, BEGIN written as the query that fills a connection's pipeline skipped the hook that
   // reserves the connection for the transaction: with one connection, begin() failed with a
   // TypeError and the next query ran inside the transaction it left open (never committed); with
@@ -126,7 +145,8 @@ describe("postgres.js, as installed with patches/postgres+3.4.9.patch", () => {
       await eventually(async () => inserted || undefined);
 
       resumeFirst();
-      const [lateOutcome] = await Promise.allSettled([await eventually(async () => late)]);
+      await eventually(async () => (late ? true : undefined));
+      const [lateOutcome] = await Promise.allSettled([late]);
       await Bun.sleep(200); // the first callback's automatic COMMIT or ROLLBACK, if it goes out
       failSecond();
       await expect(second).rejects.toThrow("the order cannot be paid");
