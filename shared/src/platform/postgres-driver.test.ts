@@ -97,7 +97,9 @@ describe("postgres.js, as installed with patches/postgres+3.4.9.patch", () => {
         expect(await labels(observer, table)).toEqual(["autocommitted"]);
         expect(await idleInTransaction(observer, applicationName)).toBe(0);
         expect(settled.map((outcome) => outcome.status)).toEqual(["rejected", "fulfilled"]);
-        expect((settled[0] as PromiseRejectedResult).reason.message).toBe("the order cannot be paid");
+        expect((settled[0] as PromiseRejectedResult).reason.message).toBe(
+          "the order cannot be paid",
+        );
       } finally {
         await sql.end({ timeout: 1 });
         await observer`drop table ${observer(table)}`;
@@ -152,7 +154,10 @@ describe("postgres.js, as installed with patches/postgres+3.4.9.patch", () => {
       await expect(second).rejects.toThrow("the order cannot be paid");
       // Nothing is committed: not the first transaction's rows, not the second's partial write.
       expect(await labels(observer, table)).toEqual([]);
-      expect(lateOutcome).toMatchObject({ status: "rejected", reason: { code: "CONNECTION_CLOSED" } });
+      expect(lateOutcome).toMatchObject({
+        status: "rejected",
+        reason: { code: "CONNECTION_CLOSED" },
+      });
       expect((await sql`select 1 as one`)[0].one).toBe(1);
     } finally {
       await sql.end({ timeout: 1 });
@@ -185,7 +190,10 @@ describe("postgres.js, as installed with patches/postgres+3.4.9.patch", () => {
       const settled = await Promise.race([statements, Bun.sleep(2000).then(() => "pending")]);
       expect(settled).not.toBe("pending");
       for (const outcome of settled as PromiseSettledResult<unknown>[])
-        expect(outcome).toMatchObject({ status: "rejected", reason: { code: "CONNECTION_CLOSED" } });
+        expect(outcome).toMatchObject({
+          status: "rejected",
+          reason: { code: "CONNECTION_CLOSED" },
+        });
       // The killed backend's FATAL error stays with the old connection.
       expect((await sql`select 1 as one`)[0].one).toBe(1);
     } finally {
