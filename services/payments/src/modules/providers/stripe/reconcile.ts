@@ -1,4 +1,4 @@
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import {
   InvalidNotificationError,
   orderIdOf,
@@ -11,7 +11,7 @@ import {
 } from "../provider";
 import { stripeEventNotification } from ".";
 import { moneyEvents } from "./events";
-import type { StripeApiSettings } from "./refunds";
+import { type StripeApiSettings, stripeClient } from "./refunds";
 
 type StripeObject = Record<string, unknown>;
 
@@ -46,17 +46,9 @@ export function stripeReconciler(
   timeoutMs: number,
   mode: PaymentMode,
 ): ReconcileClient {
-  const url = new URL(settings.url);
-  const client = new Stripe(settings.apiKey, {
-    host: url.hostname,
-    port: url.port || (url.protocol === "https:" ? 443 : 80),
-    protocol: url.protocol === "http:" ? "http" : "https",
-    timeout: timeoutMs,
-    maxNetworkRetries: 0,
-    telemetry: false,
-  });
+  const client = stripeClient(settings, timeoutMs);
   const livemode = mode === "live";
-  const source = url.hostname;
+  const source = new URL(settings.url).hostname;
 
   /**
    * Every page of one of Stripe's lists since `from` (unix seconds), newest first, by the
