@@ -106,6 +106,15 @@ function formOf(body: string) {
  * a concurrent one 409) and takes faults for the next refund requests (`fail`). Refunds are
  * `succeeded` at once unless `refundStatus` says `pending`; `settle` moves one later. The
  * `stripe` library reaches it through `host`, `port` and `protocol` (STRIPE_API_URL).
+ *
+ * B1, B5: it keeps events as Stripe does, each with `delivery_success`: `pay` makes a payment
+ * whose event is sent to `webhookUrl` (signed by Stripe's library), created and never delivered,
+ * or never created; a refund makes an undelivered `charge.refunded`; `dispute` a dispute. It lists
+ * `GET /v1/events` (`created[gte]`, `types[]`, `delivery_success`), `/v1/payment_intents`,
+ * `/v1/refunds` and `/v1/disputes` (`created[gte]`/`[lte]`), newest first, `limit`,
+ * `starting_after`, `has_more`; `GET /v1/payment_intents/:id`. List faults: `down` (every list
+ * request 5xx or hanging until `up`), `failLists` (the next ones, or only a later page), bad input
+ * at the head of a page (`inject`), pages longer than asked (`ignoreLimit`) or shorter (`maxPage`).
  */
 export async function startStripeApi({ apiKey = stripeApiKey } = {}) {
   const intents = new Map<string, PaymentIntent>();
