@@ -66,7 +66,7 @@ export const refundList = t.Object({
   refunds_through: t.Nullable(
     t.Array(t.String(), {
       description:
-        "F1, F5: the providers the payments service refunds through (those it has an API key for); a payment of another provider is refunded elsewhere and recorded with a PATCH. null when payments has not said (it is away)",
+        "The providers the payments service refunds through (those it has an API key for); a payment of another provider is refunded elsewhere and recorded with a PATCH. null when payments has not said (it is away)",
     }),
   ),
 });
