@@ -380,8 +380,8 @@ export async function refundsSettled(
 /**
  * B1 (v5): every payment the local providers hold is reflected here: its order paid (or refunded
  * since), or, when the order was cancelled or had expired first, an `order_not_payable` review;
- * the Adyen payments never notified were paid through Adyen's report (a timeline entry whose
- * source is `reconciliation`). Every refund the providers made is a succeeded refund here (F4
+ * the payments never notified were paid through reconciliation (Stripe's object sweep, Adyen's
+ * report: a `paid` timeline entry whose source is `reconciliation`). Every refund the providers made is a succeeded refund here (F4
  * compares the amounts).
  */
 export async function providerStatesReflected(
@@ -424,7 +424,7 @@ export async function providerStatesReflected(
     if (reconciled.has(u.orderId)) fromReport++;
     else if (!(orders.get(u.orderId) === "cancelled" && notPayable.has(u.orderId)))
       violations.push(
-        `order ${u.orderId}: its Adyen payment ${u.pspReference} never notified and not paid through the report`,
+        `order ${u.orderId}: its ${u.provider} payment ${u.ref} never notified and not paid through reconciliation`,
       );
   }
   const made = refunds.filter((r) => r.made).map((r) => r.id);
@@ -440,8 +440,10 @@ export async function providerStatesReflected(
     "every provider state reflected (B1)",
     violations,
     `${held.length} payments at the providers: ${paid} orders paid, ${reviewed} cancelled first ` +
-      `(order_not_payable); ${stats.unnotified.length} Adyen payments never notified, ${fromReport} paid ` +
-      `through the report (${stats.reports.length} reports announced); ${made.length} refunds made, ` +
+      `(order_not_payable); ${stats.unnotified.length} payments never notified ` +
+      `(Stripe ${stats.unnotified.filter((u) => u.provider === "stripe").length}, Adyen ` +
+      `${stats.unnotified.filter((u) => u.provider === "adyen").length}), ${fromReport} paid through ` +
+      `reconciliation (${stats.reports.length} Adyen reports announced); ${made.length} refunds made, ` +
       `${succeeded.size} succeeded here`,
   );
 }

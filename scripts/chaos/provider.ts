@@ -118,8 +118,9 @@ const poolMaxAgeMs = 40_000;
  * and now and then two full refunds at once (one must be refused 409). Orders paid through the
  * generic provider are refunded by its `payment.refunded` notification as before. A few orders
  * are kept unpaid in a pool (young enough not to expire), for the lost-messages fault to pay
- * while the api is paused. 5% of Adyen payments are never notified at all: only Adyen's payment
- * accounting report (B1, `AdyenReporting`) tells payments of them.
+ * while the api is paused. 5% of Stripe and Adyen payments are never notified at all: only
+ * reconciliation tells payments of them (B1: Stripe's object sweep, every
+ * RECONCILE_INTERVAL_SECONDS; Adyen's payment accounting report, `AdyenReporting`).
  */
 export class Providers {
   private turn = 0;
@@ -240,8 +241,9 @@ export class Providers {
     if (provider === "adyen")
       this.system.adyenApi.payment(order.amount, order.currency, order.orderId, ref);
     const again = extras && random() < 0.1;
-    // B1: 5% of Adyen payments are never notified (an endpoint whose queue Adyen holds back).
-    const unnotified = extras && provider === "adyen" && random() < 0.05;
+    // B1: 5% of Stripe and Adyen payments are never notified (an event Stripe never created or
+    // never delivered; an endpoint whose queue Adyen holds back).
+    const unnotified = extras && provider !== "generic" && random() < 0.05;
     const fate = extras ? random() : 1;
     this.inFlight++;
     let paid!: (accepted: boolean) => void;
@@ -253,8 +255,9 @@ export class Providers {
         let ok = false;
         try {
           if (unnotified) {
-            // B1: Adyen took the payment, its notification never comes; the report says it.
-            this.stats.unnotified.push({ orderId: order.orderId, pspReference: ref });
+            // B1: the provider took the payment, its notification never comes; Stripe's object
+            // sweep or Adyen's report must say it.
+            this.stats.unnotified.push({ provider, orderId: order.orderId, ref });
             ok = true;
           }
           // Accepted once the first delivery is (a repeat may still be on its way).

@@ -85,7 +85,8 @@ export function markdownReport(stats: Stats, verdicts: Verdict[], facts: RunFact
       `${[...stats.refundAnswers].map(([status, n]) => `${status} ${n}`).join(", ") || "none"}. ` +
       `Refund requests at the provider servers that met an outage's fault: ` +
       `${[...stats.providerFaults].map(([kind, n]) => `${kind} ${n}`).join(", ") || "none"}.`,
-    `- Adyen payments never notified (B1): ${stats.unnotified.length}; payment accounting reports ` +
+    `- Payments never notified (B1): Stripe ${stats.unnotified.filter((u) => u.provider === "stripe").length}, ` +
+      `Adyen ${stats.unnotified.filter((u) => u.provider === "adyen").length}; Adyen payment accounting reports ` +
       `announced with REPORT_AVAILABLE: ${stats.reports.length} (every 30 s and once at the end; ` +
       `the last with ${stats.reports.at(-1)?.lines ?? 0} lines).`,
     `- Payment messages deleted from the stream after JetStream's ack: ${stats.lostPayments.length} ` +

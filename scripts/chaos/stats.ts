@@ -48,8 +48,8 @@ export class Stats {
   /** F1: refund requests by what the api answered in the end ("202", "409"...). */
   readonly refundAnswers = new Map<string, number>();
   readonly lostPayments: LostPayment[] = [];
-  /** B1: Adyen payments whose AUTHORISATION notification was never sent (a failing endpoint). */
-  readonly unnotified: { orderId: number; pspReference: string }[] = [];
+  /** B1: Stripe and Adyen payments whose notification was never sent. */
+  readonly unnotified: { provider: "stripe" | "adyen"; orderId: number; ref: string }[] = [];
   /** B1: the payment accounting reports announced to payments, and what it answered. */
   readonly reports: { at: number; lines: number; status: number | string }[] = [];
   /** `money_path_gaps_found_total` grew by this much across the lost-messages faults (B2). */

@@ -78,6 +78,8 @@ export class ChaosSystem {
       ADYEN_API_KEY: this.adyenApi.apiKey,
       ADYEN_CHECKOUT_URL: this.adyenApi.checkoutUrl,
       ...this.adyenReports.env,
+      // B1: Stripe's events and objects compared every 20 s (default 5 min).
+      RECONCILE_INTERVAL_SECONDS: "20",
       RATE_LIMIT_RPS: "0",
       HOLD_MAX_ORDERS: "0",
       HOLD_MAX_UNITS: "0",
