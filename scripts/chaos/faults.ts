@@ -173,7 +173,7 @@ async function inject(
       const fault = stats.fault(
         "provider APIs failing",
         "Stripe and Adyen",
-        `${providerOutageMs / 1000} s of 503s, timeouts and answers lost after the refund`,
+        `${providerOutageMs / 1000} s of 503s, timeouts and answers lost after the refund; Stripe's lists 503, Adyen's reports unreachable`,
       );
       let met = 0;
       const pickFault = () => {
@@ -184,9 +184,15 @@ async function inject(
       };
       system.stripeApi.server.startOutage(pickFault);
       system.adyenApi.server.startOutage(pickFault);
+      // B4: Stripe's lists answer 503 and Adyen's report files are unreachable meanwhile, so
+      // reconciliation runs fail, and the next good run covers the gap.
+      system.stripeApi.down({ kind: "status", status: 503 });
+      await system.adyenReports.down();
       await Bun.sleep(providerOutageMs);
       system.stripeApi.server.endOutage();
       system.adyenApi.server.endOutage();
+      system.stripeApi.up();
+      await system.adyenReports.up();
       fault.backAt = Date.now();
       fault.note += `; ${met} refund requests met a fault`;
       return;
