@@ -261,6 +261,7 @@ export class Providers {
             ok = true;
           }
           // Accepted once the first delivery is (a repeat may still be on its way).
+          // (A second payment of such an order would pay it first: none is sent.)
           else ok = await this.send(provider, "payment", order, ref, again, () => paid(true));
         } finally {
           paid(ok);
@@ -271,7 +272,7 @@ export class Providers {
         else if (!refundedThroughApi(provider) && fate < 0.1) {
           await Bun.sleep(500 + random() * 2_000);
           await this.send(provider, "refund", order, ref);
-        } else if (fate >= 0.2 && fate < 0.23) {
+        } else if (fate >= 0.2 && fate < 0.23 && !unnotified) {
           const other =
             provider === "stripe"
               ? `pi_${crypto.randomUUID().slice(0, 8)}`
