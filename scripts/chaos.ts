@@ -151,7 +151,8 @@ try {
       system,
       stats,
       over,
-      Math.min(45_000, (minutes * 60_000) / 6),
+      // Short enough that a 10-minute run reaches every kind (each takes up to a minute itself).
+      Math.min(45_000, (minutes * 60_000) / (2 * only.length)),
       {
         providers,
         sql,
@@ -231,6 +232,7 @@ try {
     expired,
     cores: cpus().length,
     faults: values.faults,
+    notReached: only.filter((kind) => !stats.kindsRun.has(kind)),
   });
   writeFileSync(reportPath, report);
   console.log(`\n${report}`);

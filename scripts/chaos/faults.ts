@@ -84,6 +84,7 @@ export async function injectFaults(
   while (!until()) {
     if (!round.length) round = shuffled(only);
     const kind = round.shift() as Kind;
+    stats.kindsRun.add(kind);
     try {
       await inject(system, stats, kind, context);
     } catch (error) {

@@ -16,6 +16,8 @@ export type RunFacts = {
   cores: number;
   /** `--faults`, when the run was limited to some kinds. */
   faults?: string;
+  /** Kinds of fault the run had no time for. */
+  notReached?: string[];
 };
 
 /** X5: the run as markdown: faults with their times, throughput, 503s, PASS/FAIL per invariant. */
@@ -67,6 +69,9 @@ export function markdownReport(stats: Stats, verdicts: Verdict[], facts: RunFact
         `${f.backAt ? `${((f.backAt - f.at) / 1000).toFixed(1)} s` : "—"} | ${f.note ?? ""} |`,
     ),
     "",
+    ...(facts.notReached?.length
+      ? [`Kinds of fault the run did not reach: ${facts.notReached.join(", ")}.`, ""]
+      : []),
     "## Workload",
     "",
     `- Orders placed: ${stats.ordersPlaced} (${(stats.ordersPlaced / facts.workloadSeconds).toFixed(1)}/s); ` +

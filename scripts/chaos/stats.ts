@@ -41,6 +41,8 @@ export type LostPayment = {
 export class Stats {
   readonly startedAt = Date.now();
   readonly faults: Fault[] = [];
+  /** The kinds of fault injected at least once. */
+  readonly kindsRun = new Set<string>();
   readonly notifications: SentNotification[] = [];
   /** Answers by service and status ("api 503", "payments 200", "api connection error"). */
   readonly answers = new Map<string, number>();
