@@ -78,20 +78,25 @@ function moveStatement(
       ) as i(order_id, reason, notification_id, traceparent, amount, currency, payment_ref,
         provider, actor, note, refund_id, refund_amount)
     ), movable as (
+      -- Issue 38: each order found by its primary key (a lateral probe, locked in id order),
+      -- whatever the statistics say; a join let the planner scan the whole table while it was
+      -- small, so a paid order cost more the more orders the shop had.
       select o.id as order_id, i.notification_id
-      from api.orders o join input i on i.order_id = o.id
-      where o.status = any(${move.from}::text[])
-        and (i.amount is null or (o.amount = i.amount and o.currency = i.currency))
-      order by o.id
-      for update of o
+      from (select * from input order by order_id) i
+      cross join lateral (
+        select o.id from api.orders o
+        where o.id = i.order_id and o.status = any(${move.from}::text[])
+          and (i.amount is null or (o.amount = i.amount and o.currency = i.currency))
+        for update
+      ) o
     ), claimed as (
       ${claim ? claim(sql) : sql`select order_id from movable`}
     ), moved as (
       update api.orders o set status = ${move.to}::text, ${sql(movedAt[move.to])} = now(),
         expires_at = null,
         cancel_reason = ${move.to === "cancelled" ? sql`i.reason` : sql`o.cancel_reason`}
-      from claimed c join input i on i.order_id = c.order_id
-      where o.id = c.order_id
+      from input i
+      where o.id = any(array(select order_id from claimed)) and i.order_id = o.id
       returning o.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
         i.payment_ref, i.provider, i.actor, i.note, i.refund_id, i.refund_amount
     ), ${orderEventWrites(sql, topology, move.to, "moved", "per row")}
