@@ -13,6 +13,10 @@ describe("patches/, as applied to node_modules by npm ci (postinstall: patch-pac
       new Set([
         "node_modules/postgres/src/connection.js",
         "node_modules/postgres/cjs/src/connection.js",
+        "node_modules/postgres/cf/src/connection.js",
+        "node_modules/postgres/src/index.js",
+        "node_modules/postgres/cjs/src/index.js",
+        "node_modules/postgres/cf/src/index.js",
         "node_modules/postgres/src/queue.js",
         "node_modules/postgres/cjs/src/queue.js",
         "node_modules/postgres/cf/src/queue.js",

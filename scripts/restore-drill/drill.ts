@@ -201,7 +201,7 @@ export async function runRestoreDrill(options: DrillOptions): Promise<DrillResul
         `${ordersAfter.length} of the ${afterT.orders.length} orders and ${notesAfter.length} of the ${afterT.notifications.length} notifications after T; ${counts.orders} orders and ${counts.notifications} notifications in all`,
       );
       check(
-        "nothing was in flight at T (B2, which would re-publish it, is not built yet)",
+        "nothing was in flight at T (B2 would publish it again; the drill does not exercise that)",
         inFlight === 0 && counts.processed === counts.notifications,
         `${inFlight} notifications stored but not applied at T; ${counts.processed} applied of ${counts.notifications} restored`,
       );
@@ -236,8 +236,8 @@ export async function runRestoreDrill(options: DrillOptions): Promise<DrillResul
         `/ready: api ${ready[0]}, payments ${ready[1]}`,
       );
 
-      // The provider sends again every notification it ever sent (B2 is not built: re-sending is
-      // what brings the restored shop forward).
+      // The provider sends again every notification it ever sent: what brings the restored shop
+      // forward past T.
       const resender = new Provider(restoredStack.payments.url);
       const resent = await timed("every payment re-sent by the provider", () =>
         resender.deliverAll(

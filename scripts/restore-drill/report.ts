@@ -34,10 +34,11 @@ and promoting itself).
 | --- | --- | --- |
 ${result.invariants.map((i) => `| ${i.name} | ${i.held ? "yes" : "**no**"} | ${i.detail} |`).join("\n")}
 
-B2 (anti-entropy between the services) is not built yet: what brings the restored shop forward
-here is the provider sending its notifications again. A notification payments had stored before
-T but the api applied only after T would be restored stored and unapplied, and a re-send answered
-as a duplicate would not apply it; the drill records T when none is in flight and checks that.
+What brings the restored shop forward here is the provider sending its notifications again. A
+notification payments had stored and published before T but the api applied only after T comes
+back stored and unapplied, and a re-send is answered as a duplicate: B2's anti-entropy check
+(whose checkpoint is restored to T too) publishes it again within a minute. The drill records T
+when none is in flight, so it does not exercise that; \`test/e2e/anti-entropy.test.ts\` does.
 
 ## Figures
 

@@ -15,6 +15,10 @@ export const providerVariables = [
   "ADYEN_API_KEY",
   "ADYEN_CHECKOUT_URL",
   "REFUND_GIVE_UP_HOURS",
+  // B1: where and as whom Adyen's payment accounting reports are downloaded.
+  "ADYEN_REPORT_USERNAME",
+  "ADYEN_REPORT_PASSWORD",
+  "ADYEN_REPORT_URL_PREFIX",
 ];
 
 /** One line per configured provider: its webhook URL and how to play it; a hint when none is. */

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { ElementHandle, Page } from "puppeteer-core";
+import { messagePayload } from "../../services/payments/src/lib/outbox-message";
 import { eventually, unique } from "../harness/basics";
 import { byRole, click, fill, heading, present, sees } from "../harness/browser";
 import { succeeded } from "../harness/processes";
@@ -549,6 +550,51 @@ describe("U7, U5 the new views at both widths", () => {
         "the refusal listed",
       );
     });
+  });
+
+  test("B3, U7 (v5) a payment found only by reconciliation pays its order with source reconciliation; the Reconciliation view lists it with the last run of each kind (axe at 1280 and 390 px, screenshots)", async () => {
+    const order = await con.stack.newOrder(4_200);
+    const id = unique("reconcile:pi_console").replaceAll("-", "_");
+    // Stored as a reconciliation run stores what it found: the notification and its outbox row,
+    // in one statement, the payload built as every message's (the relay publishes it).
+    await con.stack.sql`
+      with stored as (
+        insert into payments.notifications (id, provider, event, order_id, payment_ref, amount,
+          currency, raw_body, source_ip, source)
+        values (${id}, 'stripe', 'payment_intent.succeeded', ${order.order_id}, 'pi_console',
+          ${order.amount}, ${order.currency}, '{}', '127.0.0.1', 'reconciliation')
+        returning *
+      )
+      insert into payments.outbox (subject, message_id, payload)
+      select ${con.stack.topology.payments.orderPaid}, key, ${messagePayload(con.stack.sql)}
+      from stored`;
+    await eventually(
+      async () => {
+        const [row] = await con.stack.sql`
+          select source from api.order_events where order_id = ${order.order_id} and type = 'paid'`;
+        return row?.source === "reconciliation" ? true : undefined;
+      },
+      30_000,
+      "the order paid by the reconciliation message",
+    );
+    await con.everyWidth("/console/reconciliation", "reconciliation", async (page) => {
+      await heading(page, "Reconciliation");
+      await sees(page, "The last run of each kind");
+      const shown = await text(page);
+      expect(shown).toContain("Adyen payment accounting report");
+      expect(shown).toContain(`Order ${order.order_id}`);
+      expect(shown).toContain(`stripe:${id}`);
+      expect(shown).toContain("webhooks to this shop are failing");
+    });
+    const page = await con.signedIn();
+    await page.goto(`${con.stack.api.url}/console/orders/${order.order_id}`);
+    await heading(page, `Order ${order.order_id}`);
+    await eventually(
+      async () => ((await text(page)).includes("reconciliation") ? true : undefined),
+      10_000,
+      "the timeline's source",
+    );
+    await page.close();
   });
 });
 

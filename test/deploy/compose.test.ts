@@ -97,6 +97,22 @@ describe("N19: the compose deployment runs nothing as root", () => {
     expect(services.api.tmpfs).toContain("/tmp");
     expect(services.postgres.tmpfs).toContain("/var/run/postgresql");
   });
+
+  test("F2, B1: compose passes payments the providers' API settings (refunds, reconciliation)", () => {
+    const services = composeConfig(["docker-compose.yml"]);
+    for (const name of [
+      "STRIPE_API_KEY",
+      "ADYEN_API_KEY",
+      "ADYEN_CHECKOUT_URL",
+      "ADYEN_REPORT_USERNAME",
+      "ADYEN_REPORT_PASSWORD",
+      "ADYEN_REPORT_URL_PREFIX",
+      "REFUND_GIVE_UP_HOURS",
+    ])
+      expect(Object.keys(services.payments.environment)).toContain(name);
+    // The api never holds a provider's key.
+    expect(Object.keys(services.api.environment)).not.toContain("STRIPE_API_KEY");
+  });
 });
 
 describe("E5 (v5): the image and compose run both services in production mode", () => {

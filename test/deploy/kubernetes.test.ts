@@ -171,6 +171,39 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
     }
   });
 
+  test("F2, B1: payments reaches the providers' APIs: HTTPS out to public addresses only, and the provider API settings from a Secret, in every overlay", () => {
+    for (const { objects } of rendered) {
+      const policy = objects.find(
+        (o) => o.kind === "NetworkPolicy" && o.metadata.name === "payments",
+      );
+      const https = policy?.spec.egress.find((rule: any) =>
+        rule.ports?.some((port: { port: number }) => port.port === 443),
+      );
+      expect(https?.to[0].ipBlock.cidr).toBe("0.0.0.0/0");
+      expect(https?.to[0].ipBlock.except).toContain("10.0.0.0/8");
+      const deployment = objects.find(
+        (o) => o.kind === "Deployment" && o.metadata.name === "payments",
+      );
+      const env = deployment?.spec.template.spec.containers[0].env as {
+        name: string;
+        valueFrom?: { secretKeyRef?: { name: string; optional?: boolean } };
+      }[];
+      for (const name of [
+        "STRIPE_API_KEY",
+        "ADYEN_API_KEY",
+        "ADYEN_CHECKOUT_URL",
+        "ADYEN_REPORT_USERNAME",
+        "ADYEN_REPORT_PASSWORD",
+        "ADYEN_REPORT_URL_PREFIX",
+      ])
+        expect(env.find((e) => e.name === name)?.valueFrom?.secretKeyRef).toEqual({
+          name: "commerce-payments-providers",
+          key: expect.any(String),
+          optional: true,
+        });
+    }
+  });
+
   test("X3: the api Deployment's replicas are its autoscaler's floor, in every overlay", () => {
     for (const { dir, objects } of rendered) {
       const api = objects.find((o) => o.kind === "Deployment" && o.metadata.name === "api");
@@ -235,5 +268,36 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
       "api",
       "payments",
     ]);
+  });
+
+  test("N1: the chart's NATS permissions are deploy/nats-auth.conf's, subject for subject, user by user", () => {
+    const values = Bun.YAML.parse(
+      readFileSync(join(root, "deploy/kubernetes/nats-values.yaml"), "utf8"),
+    ) as Record<string, any>;
+    const conf = readFileSync(join(root, "deploy/nats-auth.conf"), "utf8")
+      .split("\n")
+      .map((line) => line.replace(/#.*$/, ""))
+      .join("\n");
+    for (const user of values.config.merge.authorization.users) {
+      const block = conf.slice(conf.indexOf(`user: ${user.user}`)).split(/\n\s*user: /)[0];
+      const subjects = (section: string) =>
+        [
+          ...(block.split(`${section}:`)[1] ?? "")
+            .split(/\n\s*(?:publish|subscribe|allow_responses)\b/)[0]
+            .matchAll(/"([^"]+)"/g),
+        ].map((m) => m[1]);
+      expect({ user: user.user, publish: user.permissions.publish.allow.toSorted() }).toEqual({
+        user: user.user,
+        publish: subjects("publish").toSorted(),
+      });
+      expect({ user: user.user, subscribe: user.permissions.subscribe.allow.toSorted() }).toEqual({
+        user: user.user,
+        subscribe: subjects("subscribe").toSorted(),
+      });
+      expect({ user: user.user, responses: user.permissions.allow_responses === true }).toEqual({
+        user: user.user,
+        responses: /allow_responses:\s*true/.test(block),
+      });
+    }
   });
 });

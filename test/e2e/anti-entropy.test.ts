@@ -390,6 +390,20 @@ describe("anti-entropy's window and paging (in-process)", () => {
     });
     expect(json.items[1].id).toBeLessThan(json.items[0].id);
     expect(Date.parse(json.items[0].window_to)).toBeLessThanOrEqual(Date.now() - 29_000);
+
+    // The console's "last run of each kind": one kind, or one provider, at a time.
+    const inbox = await list("?per_page=1&kind=inbox", admin);
+    expect(inbox.json.items.map((r: { id: number }) => r.id)).toEqual([run?.id]);
+    const report = await list("?kind=report&provider=adyen", admin);
+    expect(report.status).toBe(200);
+    expect(
+      report.json.items.every(
+        (r: { kind: string; provider: string }) => r.kind === "report" && r.provider === "adyen",
+      ),
+    ).toBe(true);
+    const wrong = await list("?kind=everything", admin);
+    expect(wrong.status).toBe(400);
+    expect(wrong.json.errors[0].path).toBe("/kind");
   });
 
   test("B3: inbox runs that found nothing are listed for a day, the others for 30 days", async () => {

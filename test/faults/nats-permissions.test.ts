@@ -216,6 +216,26 @@ describe("NATS permissions", () => {
     });
   });
 
+  test("N1, F1: only the api may ask payments which providers it refunds through, and payments answers on the question's reply subject", async () => {
+    const nc = await connectAs("api");
+    try {
+      const reply = await eventually(() =>
+        nc
+          .request("refund-providers.configured", undefined, { timeout: 2000 })
+          .catch(() => undefined),
+      );
+      // This stack configures no provider API: it refunds through none.
+      expect(reply.json()).toEqual({ providers: [] });
+    } finally {
+      await nc.close();
+    }
+    expect(await nats.log()).not.toContain('Subject "refund-providers.configured"');
+    expect(await publishAs("payments", "refund-providers.configured", {})).toMatchObject({
+      code: "PERMISSIONS_VIOLATION",
+      subject: "refund-providers.configured",
+    });
+  });
+
   test("N1: an order-paid message from the api's user, or from no user, is refused and never applied", async () => {
     const order = await stack.newOrder();
     const forged = {

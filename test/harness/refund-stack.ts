@@ -4,6 +4,7 @@ import { loadConfig as loadApiConfig } from "../../services/api/src/config";
 import { createService as createApiService } from "../../services/api/src/create-service";
 import { loadConfig as loadPaymentsConfig } from "../../services/payments/src/config";
 import { createService as createPaymentsService } from "../../services/payments/src/create-service";
+import type { AdyenReportOptions } from "../../services/payments/src/modules/reconciliation/adyen-report";
 import type { RefundWorkerOptions } from "../../services/payments/src/modules/refunds/worker";
 import {
   eventually,
@@ -42,6 +43,8 @@ export type RefundStackOptions = {
   refunds?: RefundWorkerOptions & { giveUpAfterMs?: number; callTimeoutMs?: number };
   /** More environment for both services. */
   env?: Record<string, string>;
+  /** B1: the Adyen report worker's schedule and limits. */
+  adyenReports?: AdyenReportOptions;
 };
 
 /**
@@ -51,7 +54,11 @@ export type RefundStackOptions = {
  * Adyen's REFUND notifications sent to payments' route. Refunds go the whole way: the api's
  * outbox, JetStream, the payments worker, the provider's library, back through JetStream.
  */
-export async function startRefundStack({ refunds = {}, env = {} }: RefundStackOptions = {}) {
+export async function startRefundStack({
+  refunds = {},
+  env = {},
+  adyenReports,
+}: RefundStackOptions = {}) {
   const stripeApi = await startStripeApi();
   const adyenApi = await startAdyenApi();
   const [apiPort, paymentsPort] = [await freePort(), await freePort()];
@@ -83,6 +90,7 @@ export async function startRefundStack({ refunds = {}, env = {} }: RefundStackOp
     {
       logSink: (line) => paymentsLog.push(line),
       refunds: { retryBaseMs: 50, retryMaxMs: 400, intervalMs: 100, ...refunds },
+      adyenReports,
     },
   );
   api.start();
@@ -223,6 +231,7 @@ export async function startRefundStack({ refunds = {}, env = {} }: RefundStackOp
     },
 
     placeOrder,
+    paidBecomes,
 
     /** Another api on the same database and NATS names (M4), for replicas racing; stop it after. */
     async apiReplica() {

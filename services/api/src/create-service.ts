@@ -8,6 +8,7 @@ import type { ApiConfig } from "./config";
 import { createDatabase, migrations } from "./db";
 import type { ApiDeps } from "./deps";
 import { deleteExpiredIdempotencyKeys } from "./lib/idempotency";
+import { RefundProviders } from "./lib/refund-providers";
 import { OrderExpirySweeper } from "./modules/orders/expiry";
 import { deleteOldOutboxRows } from "./modules/outbox/retention";
 import { AppliedAnswerer } from "./modules/payment-inbox/applied-answer";
@@ -88,6 +89,7 @@ export async function createService(
     deadOutbox: (limit) => relay.deadList(limit),
     webhooks: config.webhooks,
     webhooksDue: () => dispatcher.kick(),
+    refundProviders: new RefundProviders({ nats: core.nats, topology: core.topology, logger }),
     ...options.replace,
   };
   const app = createApp(deps);

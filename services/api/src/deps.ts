@@ -9,6 +9,7 @@ import type { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import type { Tracer } from "@commerce/shared/platform/tracing";
 import type { HoldLimits, WebhookConfig } from "./config";
 import type { Database } from "./db";
+import type { RefundProviders } from "./lib/refund-providers";
 
 /** What the api's routes need; `createService` builds it, tests may replace parts of it. */
 export type ApiDeps = {
@@ -47,4 +48,6 @@ export type ApiDeps = {
   webhooks: WebhookConfig;
   /** Called when deliveries became due (a retry, a test event), so the dispatcher sends now. */
   webhooksDue: () => void;
+  /** F1: the providers payments refunds through (undefined: not known, e.g. NATS away). */
+  refundProviders?: RefundProviders;
 };

@@ -126,6 +126,7 @@ describe("operations", () => {
         "provider",
         "published_at",
         "received_at",
+        "source",
         "source_ip",
         "trace_id",
       ].sort(),

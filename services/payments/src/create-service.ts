@@ -6,7 +6,9 @@ import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
 import { refundClientsOf } from "./modules/providers";
+import { type AdyenReportOptions, AdyenReports } from "./modules/reconciliation/adyen-report";
 import { AntiEntropy } from "./modules/reconciliation/anti-entropy";
+import { RefundProvidersAnswerer } from "./modules/refunds/providers-answer";
 import { RefundRequests } from "./modules/refunds/requests";
 import { RefundWorker, type RefundWorkerOptions } from "./modules/refunds/worker";
 import { RefusalTally } from "./modules/refusals/tally";
@@ -24,6 +26,8 @@ export async function createService(
   options: ServiceOptions<PaymentsDeps> & {
     /** F3: the refund worker's schedule (tests shorten it); `giveUpAfterMs` overrides the hours. */
     refunds?: RefundWorkerOptions & { giveUpAfterMs?: number; callTimeoutMs?: number };
+    /** B1, B4: the Adyen report worker's schedule and limits (tests shorten them). */
+    adyenReports?: AdyenReportOptions;
   } = {},
 ) {
   const core = await openServiceCore("payments", config, options, {
@@ -36,6 +40,8 @@ export async function createService(
       payments.refundOutcome,
     ],
     async onNatsConnect() {
+      // F1: the api asks which providers refunds go through; answered from here.
+      refundProvidersAnswerer.listen(core.nats.nc);
       refundRequests.start();
     },
   });
@@ -60,20 +66,42 @@ export async function createService(
     refusals: new RefusalTally(core.sql, core.logger, core.metrics),
     ...options.replace,
   };
+  // B1: Adyen's reports, announced by the intake, read by a leased worker.
+  const adyenReports = config.providers.adyen
+    ? new AdyenReports(
+        {
+          sql: core.sql,
+          topology: core.topology,
+          logger: core.logger,
+          metrics: core.metrics,
+          settings: config.providers.adyenReports,
+          merchantAccounts: config.providers.adyen.merchantAccounts,
+          outboxWritten: () => core.relay.kick(),
+        },
+        options.adyenReports,
+      )
+    : undefined;
+  deps.reportsAnnounced ??= adyenReports && ((reports) => adyenReports.announce(reports));
   if (!deps.verifyToken)
     core.logger.warn(
       "operator routes answer 503: set AUTH_PUBLIC_KEY, AUTH_JWKS_URL or AUTH_JWT_SECRET to let admin tokens in",
     );
+  const refundClients = refundClientsOf(
+    config.providers,
+    options.refunds?.callTimeoutMs ?? providerCallTimeoutMs,
+  );
+  const refundProvidersAnswerer = new RefundProvidersAnswerer({
+    topology: core.topology,
+    logger: core.logger,
+    providers: [...refundClients.keys()],
+  });
   const refundWorker = new RefundWorker(
     {
       sql: core.sql,
       topology: core.topology,
       logger: core.logger,
       metrics: core.metrics,
-      clients: refundClientsOf(
-        config.providers,
-        options.refunds?.callTimeoutMs ?? providerCallTimeoutMs,
-      ),
+      clients: refundClients,
       giveUpAfterMs: options.refunds?.giveUpAfterMs ?? config.refundGiveUpMs,
       outboxWritten: deps.outboxWritten,
     },
@@ -106,10 +134,12 @@ export async function createService(
     nats: core.nats,
     refundWorker,
     antiEntropy,
+    adyenReports,
     start: () => {
       core.start(app, () => {
         refundWorker.start();
         antiEntropy.start();
+        adyenReports?.start();
       });
       deps.refusals.start();
     },
@@ -119,6 +149,7 @@ export async function createService(
       core.stop(app, [
         ["refused notifications", () => deps.refusals.stop()],
         ["anti-entropy", () => antiEntropy.stop()],
+        ["adyen reports", async () => adyenReports?.stop()],
         ["refund requests", () => refundRequests.stop()],
         ["refund worker", () => refundWorker.stop()],
       ]),

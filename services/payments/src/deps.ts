@@ -8,7 +8,7 @@ import type { DeadOutboxSource } from "@commerce/shared/platform/outbox/dead-out
 import type { RateLimiter } from "@commerce/shared/platform/rate-limit";
 import type { Tracer } from "@commerce/shared/platform/tracing";
 import type { ProviderSettings } from "./modules/providers";
-import type { WebhookSettings } from "./modules/providers/provider";
+import type { AnnouncedReport, WebhookSettings } from "./modules/providers/provider";
 import type { RefusalTally } from "./modules/refusals/tally";
 
 /** What the payments routes need; `createService` builds it, tests may replace parts of it. */
@@ -46,4 +46,6 @@ export type PaymentsDeps = {
   deadOutbox: DeadOutboxSource;
   /** V4: refused notifications, gathered and written in batches. */
   refusals: RefusalTally;
+  /** B1: records the reports REPORT_AVAILABLE notifications named, before Adyen is answered. */
+  reportsAnnounced?: (reports: AnnouncedReport[]) => Promise<void>;
 };

@@ -36,6 +36,11 @@ export function messageTopology(prefix = "") {
      * ids the api has applied; outside both streams, so no stream keeps the question.
      */
     appliedQuery: `${p}payment-inbox.applied`,
+    /**
+     * F1: the api asks payments (request/reply, core NATS) which providers it refunds through;
+     * outside both streams.
+     */
+    refundProvidersQuery: `${p}refund-providers.configured`,
   };
 }
 
@@ -63,6 +68,13 @@ export type DisputeStage = (typeof disputeStages)[number];
 /** G1: the providers whose notifications payments accepts. */
 export const paymentProviders = ["generic", "stripe", "adyen"] as const;
 export type PaymentProviderName = (typeof paymentProviders)[number];
+
+/**
+ * B1, B3: how a notification reached payments: sent by its provider (`webhook`), or found by a
+ * reconciliation run (an event never delivered, a state no event explained, a report's line).
+ */
+export const notificationSources = ["webhook", "reconciliation"] as const;
+export type NotificationSource = (typeof notificationSources)[number];
 
 const providerPrefix = /^(?:generic|stripe|adyen):/;
 
@@ -94,6 +106,8 @@ export const paymentMessage = Type.Object({
   provider: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
   /** The provider's id of the payment: two notifications about one payment share it (L4). */
   payment_ref: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  /** B3: present only for a notification a reconciliation run found; absent = a webhook's. */
+  source: Type.Optional(Type.Literal("reconciliation")),
 });
 export type PaymentMessage = Static<typeof paymentMessage>;
 
@@ -126,7 +140,15 @@ export const orderEventNames = [
 export type OrderEventName = (typeof orderEventNames)[number];
 
 /** Who or what caused an order event (T1's `source`). */
-export const eventSources = ["api", "webhook", "manual", "expiry", "review"] as const;
+export const eventSources = [
+  "api",
+  "webhook",
+  "manual",
+  "expiry",
+  "review",
+  /** B3: a notification payments found by reconciliation, not by its webhook. */
+  "reconciliation",
+] as const;
 export type EventSource = (typeof eventSources)[number];
 
 const literals = <T extends string>(values: readonly T[]) =>

@@ -8,6 +8,7 @@ import { keepHealthFresh } from "./views/health";
 import { notificationsView } from "./views/notifications";
 import { orderView } from "./views/order";
 import { ordersView } from "./views/orders";
+import { reconciliationView } from "./views/reconciliation";
 import { refusalsView } from "./views/refusals";
 import { reviewsView, reviewView } from "./views/reviews";
 import { setAsideView } from "./views/set-aside";
@@ -35,6 +36,7 @@ function viewFor(path: string): View | undefined {
       "/console/notifications": notificationsView,
       "/console/webhooks": webhooksView,
       "/console/refusals": refusalsView,
+      "/console/reconciliation": reconciliationView,
       "/console/audit": auditView,
       "/console/outbox": setAsideView,
     } as Record<string, View>
@@ -47,6 +49,7 @@ const sections = [
   ["/console/notifications", "Notifications"],
   ["/console/webhooks", "Webhooks"],
   ["/console/refusals", "Refusals"],
+  ["/console/reconciliation", "Reconciliation"],
   ["/console/audit", "Audit"],
 ] as const;
 

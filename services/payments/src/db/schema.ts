@@ -1,4 +1,4 @@
-import type { DisputeStage } from "@commerce/shared/contract/messages";
+import type { DisputeStage, NotificationSource } from "@commerce/shared/contract/messages";
 import { auditLogTable } from "@commerce/shared/platform/audit-log";
 import { outboxTable } from "@commerce/shared/platform/outbox/table";
 import { sql } from "drizzle-orm";
@@ -51,6 +51,12 @@ export const notifications = payments.table(
     ignored: text("ignored"),
     /** L5: a dispute's stage, for its message (and every replay of it). */
     stage: text("stage").$type<DisputeStage>(),
+    /**
+     * B1, B3: how it reached payments: `webhook` (the provider sent it), or `reconciliation` (a
+     * run found it at the provider: an event never delivered, a state no event explained, a
+     * report's line). Its message says so, and the order's timeline shows it (T1).
+     */
+    source: text("source").$type<NotificationSource>().notNull().default("webhook"),
   },
   (table) => [
     // V3: an operator may still name a notification by its provider's bare id.
@@ -212,4 +218,47 @@ export const reconciliationCheckpoints = payments.table(
     checkedUntil: timestamp("checked_until", { withTimezone: true }),
   },
   (table) => [primaryKey({ columns: [table.kind, table.scope] })],
+);
+
+export const adyenReportStates = ["due", "done", "refused", "failed"] as const;
+
+/**
+ * B1: each Adyen report a REPORT_AVAILABLE notification named (its notification's key), as a
+ * durable job: the report worker claims a due one under a lease (`FOR UPDATE SKIP LOCKED`, one
+ * replica at a time per report; a process killed mid-report leaves a lease that expires and the
+ * report is read again: its lines' notification ids make that harmless), downloads and compares
+ * it, and records how it ended: `done`, `refused` (never fetched, or not read: a URL outside
+ * ADYEN_REPORT_URL_PREFIX, too large, not a report), `failed` (a definite refusal by Adyen, or no
+ * answer for a day). A failed download is tried again after a back-off. `scope` is the stream of
+ * the stack that received it (stacks sharing a database in tests each read their own).
+ */
+export const adyenReports = payments.table(
+  "adyen_reports",
+  {
+    scope: text("scope").notNull(),
+    notificationKey: text("notification_key").notNull(),
+    fileName: text("file_name").notNull(),
+    url: text("url").notNull(),
+    status: text("status", { enum: adyenReportStates }).notNull().default("due"),
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
+    leasedUntil: timestamp("leased_until", { withTimezone: true }),
+    /** Who holds the lease now: only its holder records the outcome. */
+    leaseToken: text("lease_token"),
+    /** The last run (B3) that read it. */
+    runId: bigint("run_id", { mode: "number" }),
+    receivedAt: timestamp("received_at", { withTimezone: true }).notNull().defaultNow(),
+    finishedAt: timestamp("finished_at", { withTimezone: true }),
+  },
+  (table) => [
+    primaryKey({ columns: [table.scope, table.notificationKey] }),
+    index("adyen_reports_due_idx")
+      .on(table.scope, table.nextAttemptAt)
+      .where(sql`${table.status} = 'due'`),
+    check(
+      "adyen_reports_status_check",
+      sql`${table.status} in ('due', 'done', 'refused', 'failed')`,
+    ),
+  ],
 );

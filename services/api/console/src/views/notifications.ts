@@ -82,6 +82,18 @@ export function notificationCard(notification: Summary) {
         ),
       ],
       [h("dt", {}, "From"), h("dd", {}, notification.source_ip)],
+      "source" in notification
+        ? [
+            h("dt", {}, "Arrived"),
+            h(
+              "dd",
+              {},
+              notification.source === "reconciliation"
+                ? "Found by reconciliation: its webhook never came"
+                : "By webhook",
+            ),
+          ]
+        : null,
     ),
     raw,
     // V5: a replay says why; the note and the admin are in payments' audit log.
@@ -117,6 +129,7 @@ export async function notificationsView(query: URLSearchParams) {
   const orderId = Number(query.get("order_id")) || undefined;
   const event = query.get("event") || undefined;
   const provider = query.get("provider");
+  const source = query.get("source") === "reconciliation" ? "reconciliation" : undefined;
   const pageNumber = Number(query.get("page")) || 1;
   const page = await answerOf(
     client.api.notifications.get({
@@ -126,6 +139,7 @@ export async function notificationsView(query: URLSearchParams) {
         ...(orderId ? { order_id: orderId } : {}),
         ...(event ? { event } : {}),
         ...(isProvider(provider) ? { provider } : {}),
+        ...(source ? { source } : {}),
       },
     }),
     "Listing notifications",
@@ -145,7 +159,7 @@ export async function notificationsView(query: URLSearchParams) {
         submit.preventDefault();
         const form = new FormData(submit.target as HTMLFormElement);
         const next = new URLSearchParams();
-        for (const name of ["order_id", "event", "provider"]) {
+        for (const name of ["order_id", "event", "provider", "source"]) {
           const value = String(form.get(name) ?? "").trim();
           if (value) next.set(name, value);
         }
@@ -166,6 +180,21 @@ export async function notificationsView(query: URLSearchParams) {
         { id: "filter-provider", name: "provider" },
         h("option", { value: "" }, "Any"),
         providers.map((p) => h("option", { value: p, selected: p === provider }, p)),
+      ),
+    ),
+    h(
+      "div",
+      { class: "field" },
+      h("label", { for: "filter-source" }, "Arrived"),
+      h(
+        "select",
+        { id: "filter-source", name: "source" },
+        h("option", { value: "" }, "Any way"),
+        h(
+          "option",
+          { value: "reconciliation", selected: source === "reconciliation" },
+          "Found by reconciliation",
+        ),
       ),
     ),
     h("button", { type: "submit" }, "Filter"),

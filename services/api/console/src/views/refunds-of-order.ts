@@ -79,7 +79,14 @@ export async function refundsOfOrder(
       )
     ).items as Refund[];
   const list = h("div", {});
-  const refunds = await read();
+  const answer = await answerOf(
+    api().api.orders({ order_id: orderId }).refunds.get(),
+    "Listing the order's refunds",
+  );
+  const refunds = answer.items as Refund[];
+  // F5: only a provider payments refunds through gets "Refund" (null: payments has not said).
+  const configured =
+    answer.refunds_through === null || answer.refunds_through.includes(provider ?? "");
   const fill = (items: Refund[]) =>
     show(
       list,
@@ -110,9 +117,13 @@ export async function refundsOfOrder(
         ? empty(
             "This payment did not come through Stripe or Adyen: refund it where it was made, then use “Record a refund made elsewhere”.",
           )
-        : left > 0
-          ? refundForm(orderId, left, order.currency)
-          : empty("Refunds of the whole amount were asked for."),
+        : !configured
+          ? empty(
+              `The payments service is not configured to refund through ${provider === "stripe" ? "Stripe (STRIPE_API_KEY)" : "Adyen (ADYEN_API_KEY)"}: refund it in the provider's dashboard, then use “Record a refund made elsewhere”.`,
+            )
+          : left > 0
+            ? refundForm(orderId, left, order.currency)
+            : empty("Refunds of the whole amount were asked for."),
   );
 }
 

@@ -1,3 +1,4 @@
+import { eventSources } from "@commerce/shared/contract/messages";
 import { ValidationError } from "@commerce/shared/platform/errors";
 import { keysetPage, pageQuery } from "@commerce/shared/platform/http/paging";
 import { named } from "@commerce/shared/platform/openapi";
@@ -143,9 +144,9 @@ export const timeline = t.Object({
         "review_resolved",
       ]),
       at: t.String({ format: "date-time" }),
-      source: choice(["api", "webhook", "manual", "expiry", "review"], {
+      source: choice(eventSources, {
         description:
-          "api: the customer's request; manual: an admin's; webhook: a payment notification; expiry: the api's own sweep; review: an admin resolving a payment review",
+          "api: the customer's request; manual: an admin's; webhook: a payment notification; reconciliation: a payment notification payments found at the provider because its webhook never came; expiry: the api's own sweep; review: an admin resolving a payment review",
       }),
       notification_id: t.Nullable(
         t.String({ description: "The payment notification that caused it, if one did" }),

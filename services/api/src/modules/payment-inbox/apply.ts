@@ -46,6 +46,10 @@ export const paymentRefOf = (message: Pick<PaymentMessage, "notification_id" | "
 export const providerOf = (message: Pick<PaymentMessage, "provider">) =>
   message.provider ?? "generic";
 
+/** T1, B3: what a payment message caused is the webhook's, or reconciliation's when a run found it. */
+export const sourceOf = (message: Pick<PaymentMessage, "source">) =>
+  message.source === "reconciliation" ? ("reconciliation" as const) : ("webhook" as const);
+
 /** G5, L4: a payment as the api compares it: a reference within its provider. */
 export type PaymentIdentity = { provider: string; ref: string };
 
@@ -226,7 +230,7 @@ export async function applyPaymentMessage(
     const moves = proposed === "paid" || proposed === "refunded";
     const outcome = !moves && (await onRecord(tx, message)) ? "duplicate" : proposed;
     const cause = {
-      source: "webhook" as const,
+      source: sourceOf(message),
       notificationId: message.notification_id,
       trace,
       paymentRef: told,

@@ -3,7 +3,7 @@ import { GroupCommitQueue } from "@commerce/shared/platform/group-commit";
 import type { TraceContext } from "@commerce/shared/platform/tracing";
 import type { Database } from "../../db";
 import { transitionMany } from "../orders/state/transition";
-import { paymentRefOf, providerOf } from "./apply";
+import { paymentRefOf, providerOf, sourceOf } from "./apply";
 
 /** A payment for the batch path, with its trace, so the `orders.paid` it writes continues the webhook's (O8). */
 export type BatchedPayment = { message: PaymentMessage; trace?: TraceContext };
@@ -31,10 +31,28 @@ export async function payInOneStatement(
     if (!firstPerOrder.has(payment.message.order_id))
       firstPerOrder.set(payment.message.order_id, payment);
   const payments = [...firstPerOrder.values()];
-  const moved = await transitionMany(
+  // T1: a statement moves orders for one source; what reconciliation found (rare) goes alone.
+  const moved = new Set<number>();
+  for (const source of ["webhook", "reconciliation"] as const) {
+    const ofSource = payments.filter(({ message }) => sourceOf(message) === source);
+    if (ofSource.length > 0)
+      for (const id of await payBySource(db, topology, source, ofSource)) moved.add(id);
+  }
+  return new Set(
+    payments.filter((p) => moved.has(p.message.order_id)).map((p) => p.message.notification_id),
+  );
+}
+
+function payBySource(
+  db: Database,
+  topology: MessageTopology,
+  source: "webhook" | "reconciliation",
+  payments: BatchedPayment[],
+) {
+  return transitionMany(
     db,
     topology,
-    { to: "paid", source: "webhook" },
+    { to: "paid", source },
     payments.map(({ message, trace }) => ({
       orderId: message.order_id,
       notificationId: message.notification_id,
@@ -51,9 +69,6 @@ export async function payInOneStatement(
         on conflict do nothing
         returning order_id`,
     },
-  );
-  return new Set(
-    payments.filter((p) => moved.has(p.message.order_id)).map((p) => p.message.notification_id),
   );
 }
 

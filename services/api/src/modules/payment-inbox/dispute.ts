@@ -5,6 +5,7 @@ import type { Database, Executor } from "../../db";
 import { orderEvents, paymentReviews, processedNotifications } from "../../db/schema";
 import { orderRow } from "../orders/order-rows";
 import { announceDispute, recordOnTimeline } from "../orders/state/order-events";
+import { sourceOf } from "./apply";
 
 /**
  * What applying a dispute did: announced on its order (`dispute_opened`, `_won`, `_lost`), a
@@ -76,7 +77,7 @@ export async function applyDisputeMessage(
         ? "no_order"
         : "unknown_order";
     const cause = {
-      source: "webhook" as const,
+      source: sourceOf(message),
       notificationId: message.notification_id,
       trace,
       paymentRef: message.payment_ref,

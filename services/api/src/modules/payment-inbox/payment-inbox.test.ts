@@ -115,6 +115,28 @@ describe("order-paid consumer", () => {
     });
   });
 
+  test("B3, T1: a payment a reconciliation run found pays its order with source reconciliation on the timeline and in orders.paid", async () => {
+    startConsumer();
+    const order = await newOrder();
+    const message = { ...paymentMessageFor(order), source: "reconciliation" as const };
+    await publish(message);
+    await eventually(async () =>
+      (await orderRow(order.order_id)).status === "paid" ? true : undefined,
+    );
+    const [entry] = await api.sql<{ source: string; notification_id: string }[]>`
+      select source, notification_id from api.order_events
+      where order_id = ${order.order_id} and type = 'paid'`;
+    expect(entry).toEqual({ source: "reconciliation", notification_id: message.notification_id });
+    const [paid] = await ordersPaid(order.order_id);
+    expect(paid.payload).toMatchObject({ order_id: order.order_id, source: "reconciliation" });
+    const res = await api.call("GET", `/api/orders/${order.order_id}/events`, {
+      token: await api.admin(),
+    });
+    expect(res.status).toBe(200);
+    const items = (res.json as { items: { type: string; source: string }[] }).items;
+    expect(items.find((item) => item.type === "paid")?.source).toBe("reconciliation");
+  });
+
   test("O8: the move continues the message's traceparent in its log line and its orders.paid", async () => {
     // The consumers of earlier tests share the durable consumer: this one must get the message.
     await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));

@@ -141,9 +141,14 @@ export async function applyRefundOutcome(
   });
 }
 
-/** Y2: the refund's own pspReference in an Adyen notification id (`adyen:REFUND:<psp>:true`). */
-const adyenRefundReference = (notificationId: string) =>
-  /^adyen:REFUND:([^:]+):true$/.exec(notificationId)?.[1];
+/**
+ * Y2: the refund's own pspReference in an Adyen notification id (`adyen:REFUND:<psp>:true`), or
+ * (B1) in a payment accounting report's line (`adyen:report:Refunded:<psp>`).
+ */
+const adyenRefundReference = (notificationId: string) => {
+  const match = /^adyen:(?:REFUND:([^:]+):true|report:Refunded:([^:]+))$/.exec(notificationId);
+  return match?.[1] ?? match?.[2];
+};
 
 /**
  * F3: whether a provider's refund notification is the confirmation of refunds the shop asked for,

@@ -8,7 +8,14 @@ import { refundList, refundRequest, refundRequested } from "./model";
 import { listRefunds, requestRefund } from "./service";
 
 /** F1: refunds through the payment's provider, asked by an admin; an order's refunds. */
-export const refundsController = ({ db, verifyToken, topology, outboxWritten, logger }: ApiDeps) =>
+export const refundsController = ({
+  db,
+  verifyToken,
+  topology,
+  outboxWritten,
+  logger,
+  refundProviders,
+}: ApiDeps) =>
   new Elysia({ prefix: "/api/orders", detail: { tags: ["Refunds"] } })
     .use(auth(verifyToken))
     .post(
@@ -21,6 +28,7 @@ export const refundsController = ({ db, verifyToken, topology, outboxWritten, lo
           params.order_id,
           body,
           headers["idempotency-key"],
+          await refundProviders?.configured(),
         );
         if (replayed) set.headers["idempotent-replayed"] = "true";
         else {
@@ -62,15 +70,20 @@ export const refundsController = ({ db, verifyToken, topology, outboxWritten, lo
             "the idempotency key refund-<refund_id>, and GET /api/orders/{id}/refunds shows it " +
             "move to succeeded or failed. amount defaults to all that is left to refund. 409 " +
             "when the order is not paid (code not_refundable), when more than is left is asked " +
-            "(amount_over_left), or when its payment came through the generic provider or was " +
-            "marked paid by hand (refund_elsewhere: record a refund made elsewhere with a PATCH " +
+            "(amount_over_left), or when its payment came through the generic provider, was " +
+            "marked paid by hand, or came through a provider the payments service is not " +
+            "configured for (refund_elsewhere: record a refund made elsewhere with a PATCH " +
             "instead). An Idempotency-Key makes retries safe. Admin token (scope admin).",
         },
       },
     )
     .get(
       "/:order_id/refunds",
-      ({ params, principal }) => listRefunds(db, principal, params.order_id),
+      async ({ params, principal }) => {
+        const list = await listRefunds(db, principal, params.order_id);
+        const through = await refundProviders?.configured();
+        return { ...list, refunds_through: through ? [...through].sort() : null };
+      },
       {
         auth: "customer",
         params: t.Object({ order_id: orderIdParam }),
@@ -80,8 +93,9 @@ export const refundsController = ({ db, verifyToken, topology, outboxWritten, lo
           summary: "An order's refunds, oldest first",
           description:
             "Each refund the shop asked for and where it stands: requested, pending (the " +
-            "provider took it), succeeded or failed (with the provider's reason). The owner's " +
-            "customer token or an admin token; anyone else gets 404.",
+            "provider took it), succeeded or failed (with the provider's reason); and " +
+            "refunds_through, the providers the payments service refunds through (null when it " +
+            "has not said). The owner's customer token or an admin token; anyone else gets 404.",
         },
       },
     );

@@ -61,7 +61,15 @@ export const refundRequested = t.Object({
   requested_at: t.String({ format: "date-time" }),
 });
 
-export const refundList = t.Object({ items: t.Array(refund) });
+export const refundList = t.Object({
+  items: t.Array(refund),
+  refunds_through: t.Nullable(
+    t.Array(t.String(), {
+      description:
+        "The providers the payments service refunds through (those it has an API key for); a payment of another provider is refunded elsewhere and recorded with a PATCH. null when payments has not said (it is away)",
+    }),
+  ),
+});
 
 export type Refund = typeof refund.static;
 export type RefundRequest = typeof refundRequest.static;
@@ -105,5 +113,5 @@ named("RefundRequested", refundRequested, {
 });
 named("RefundList", refundList, {
   description: "An order's refunds, oldest first",
-  examples: [{ items: [refundExample] }],
+  examples: [{ items: [refundExample], refunds_through: ["stripe", "adyen"] }],
 });

@@ -1,4 +1,5 @@
 import type { MessageTopology } from "@commerce/shared/contract/messages";
+import { refundKeyOf } from "@commerce/shared/contract/refund-providers";
 import type { Principal } from "@commerce/shared/platform/auth/token-verifier";
 import { ConflictError, NotFoundError, UnavailableError } from "@commerce/shared/platform/errors";
 import { and, asc, desc, eq, ne, sql } from "drizzle-orm";
@@ -65,6 +66,7 @@ async function recordRefund(
   actor: string,
   orderId: number,
   request: RefundRequest,
+  configured: Set<string> | undefined,
 ): Promise<RefundRow> {
   await clientOf(tx).unsafe(`set local lock_timeout = '${orderLockTimeout}'`);
   const order = await orderRow(tx, orderId, { lock: true });
@@ -85,6 +87,12 @@ async function recordRefund(
   if (!refundingProviders.has(payment.provider))
     throw new ConflictError(
       `Order ${orderId} was paid through the ${payment.provider} provider, which takes no refunds from the shop; ${elsewhere}`,
+      undefined,
+      "refund_elsewhere",
+    );
+  if (configured && !configured.has(payment.provider))
+    throw new ConflictError(
+      `Order ${orderId} was paid through ${payment.provider}, and the payments service is not configured for ${payment.provider} refunds (${refundKeyOf[payment.provider]} is not set there); ${elsewhere}`,
       undefined,
       "refund_elsewhere",
     );
@@ -143,9 +151,11 @@ export async function requestRefund(
   orderId: number,
   request: RefundRequest,
   key: string | undefined,
+  /** The providers payments refunds through, when it said (`RefundProviders`). */
+  configured?: Set<string>,
 ): Promise<{ refund: Refund; replayed: boolean }> {
   const work = async (tx: Transaction) =>
-    toRefund(await recordRefund(tx, topology, principal.customerId, orderId, request));
+    toRefund(await recordRefund(tx, topology, principal.customerId, orderId, request, configured));
   try {
     if (key) {
       const { body, replayed } = await once(

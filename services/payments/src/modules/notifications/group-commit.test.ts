@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { connectDatabase } from "@commerce/shared/platform/database";
-import { testDatabaseUrl } from "@commerce/testing/basics";
+import { testDatabaseUrl, token } from "@commerce/testing/basics";
 import { paymentsForFile } from "@commerce/testing/in-process";
 import { uniqueOrderId } from "@commerce/testing/payments-requests";
 import postgres from "postgres";
@@ -160,5 +160,42 @@ describe("X2: the intake while the database does not answer", () => {
     expect(resent.duplicate).toBe(true);
     await Bun.sleep(100);
     expect((await storedRows([inFlight, waiting])).map((row) => row.id)).toEqual([inFlight]);
+  });
+});
+
+describe("what a reconciliation run found (B3)", () => {
+  test("B3: a notification stored with source reconciliation keeps it, its message says so, and the operator's list filters by it; a webhook's message has no source", async () => {
+    const { group } = committer();
+    const orderId = uniqueOrderId();
+    const found = `rec_${orderId}_found`;
+    const sent = `rec_${orderId}_sent`;
+    await group.store([{ ...input(found, orderId), source: "reconciliation" }]);
+    await group.store([input(sent, orderId + 1)]);
+    const rows = await payments.sql<{ id: string; source: string; payload: { source?: string } }[]>`
+      select n.id, n.source, o.payload from payments.notifications n
+      join payments.outbox o on o.message_id = n.key
+      where n.id = any(${[found, sent]}::text[]) order by n.id`;
+    expect(rows.map(({ id, source, payload }) => [id, source, payload.source])).toEqual([
+      [found, "reconciliation", "reconciliation"],
+      [sent, "webhook", undefined],
+    ]);
+    const admin = await token({ sub: "ops", scope: "admin" });
+    const list = await payments
+      .app()
+      .handle(
+        new Request(
+          `http://localhost/api/notifications?order_id=${orderId}&source=reconciliation`,
+          { headers: { authorization: `Bearer ${admin}` } },
+        ),
+      );
+    expect(list.status).toBe(200);
+    const body = (await list.json()) as { items: { id: string; source: string }[] };
+    expect(body.items.map(({ id, source }) => [id, source])).toEqual([[found, "reconciliation"]]);
+    const bad = await payments.app().handle(
+      new Request("http://localhost/api/notifications?source=email", {
+        headers: { authorization: `Bearer ${admin}` },
+      }),
+    );
+    expect(bad.status).toBe(400);
   });
 });

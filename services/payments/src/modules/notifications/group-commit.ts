@@ -1,4 +1,4 @@
-import { notificationKey } from "@commerce/shared/contract/messages";
+import { type NotificationSource, notificationKey } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
 import { UnavailableError } from "@commerce/shared/platform/errors";
 import { GroupCommitQueue } from "@commerce/shared/platform/group-commit";
@@ -14,6 +14,8 @@ export type StoreInput = {
   traceparent: string | null;
   /** Where this notification's message goes; undefined for one that makes none (G2). */
   messageSubject: string | undefined;
+  /** B1, B3: `reconciliation` for what a reconciliation run found; a webhook's by default. */
+  source?: NotificationSource;
 };
 
 /** What one request's notifications came to (W5, W8, Y3). */
@@ -128,18 +130,19 @@ export class GroupCommit {
           ${column((i) => i.traceparent)}::text[],
           ${column((i) => i.messageSubject ?? null)}::text[],
           ${column((i) => i.notification.ignored ?? null)}::text[],
-          ${column((i) => i.notification.stage ?? null)}::text[]
+          ${column((i) => i.notification.stage ?? null)}::text[],
+          ${column((i) => i.source ?? "webhook")}::text[]
         ) with ordinality as i(key, id, provider, event, order_id, payment_ref, amount, currency,
-          raw_body, source_ip, traceparent, subject, ignored, stage, n)
+          raw_body, source_ip, traceparent, subject, ignored, stage, source, n)
       ), stored as (
         insert into payments.notifications (id, provider, event, order_id, payment_ref, amount,
-          currency, raw_body, source_ip, traceparent, ignored, stage)
+          currency, raw_body, source_ip, traceparent, ignored, stage, source)
         select id, provider, event, order_id, payment_ref, amount, currency, raw_body, source_ip,
-          traceparent, ignored, stage
+          traceparent, ignored, stage, source
         from input order by n
         on conflict (key) do nothing
         returning key, provider, order_id, payment_ref, amount, currency, received_at, traceparent,
-          stage
+          stage, source
       ), queued as (
         insert into payments.outbox (subject, message_id, payload, headers)
         select subject, key, ${messagePayload(sql)},

@@ -11,7 +11,7 @@ import { clientIp, rateLimitKey } from "@commerce/shared/platform/rate-limit";
 import { formatTraceparent, inSpan } from "@commerce/shared/platform/tracing";
 import { Elysia } from "elysia";
 import type { PaymentsDeps } from "../../deps";
-import { messageSubjectOf } from "../../lib/outbox-message";
+import { notificationSubject } from "../../lib/outbox-message";
 import {
   CredentialsRejectedError,
   InvalidNotificationError,
@@ -77,25 +77,8 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
     else logger.info("notification", line);
   };
 
-  /**
-   * G2: a message only for an event that moves money and names an order, amount and currency;
-   * L5: a dispute names the payment (the api finds its order); G4: none for money not the shop's.
-   */
-  const subjectOf = ({
-    message,
-    orderId,
-    paymentRef,
-    amount,
-    currency,
-    ignored,
-  }: ParsedNotification) =>
-    message !== undefined &&
-    ignored === undefined &&
-    (message === "payment.disputed" ? paymentRef !== null : orderId !== null) &&
-    amount !== null &&
-    currency !== null
-      ? messageSubjectOf(message, topology)
-      : undefined;
+  const subjectOf = (notification: ParsedNotification) =>
+    notificationSubject(notification, topology);
 
   const intake =
     (provider: PaymentProvider) => async (request: Request, sourceIp: string, bucket: string) => {
@@ -138,6 +121,19 @@ export function notificationsController(deps: PaymentsDeps, providers: PaymentPr
           { parent: trace, kind: "client", attributes: { "db.system.name": "postgresql" } },
           () => group.store(inputs),
         );
+        // B1: a report to read is recorded (durably) before the answer, and read after it.
+        const reports = notifications.flatMap((notification, index) =>
+          notification.report
+            ? [
+                {
+                  notificationKey: notificationKey(provider.name, notification.id),
+                  report: notification.report,
+                  fresh: stored.stored[index],
+                },
+              ]
+            : [],
+        );
+        if (reports.length && deps.reportsAnnounced) await deps.reportsAnnounced(reports);
         // W9: one line per notification, so each id can be followed (T2), by its key (G5).
         notifications.forEach((notification, index) => {
           record(request, stored.stored[index] ? "accepted" : "duplicate", "none", {

@@ -28,7 +28,12 @@ export function operatorController(deps: PaymentsDeps) {
       ({ query }) =>
         listNotifications(
           sql,
-          { orderId: query.order_id, event: query.event, provider: query.provider },
+          {
+            orderId: query.order_id,
+            event: query.event,
+            provider: query.provider,
+            source: query.source,
+          },
           pageRequestOf(query),
         ),
       {
@@ -40,7 +45,9 @@ export function operatorController(deps: PaymentsDeps) {
           summary: "List stored payment notifications, newest first",
           description:
             `${whoMayCall} Optionally of one order (order_id), one event kind (event) or one ` +
-            "provider (generic, stripe, adyen); order_id is null for what names no order; " +
+            "provider (generic, stripe, adyen), or what arrived one way (source: webhook, or " +
+            "reconciliation: found by a run because its webhook never came); order_id is null " +
+            "for what names no order; " +
             "page and per_page as every list (per_page 1 to 100, default 20). published_at is " +
             "when the notification's message was published, null while it waits or when its " +
             "event makes none.",

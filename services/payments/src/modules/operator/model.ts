@@ -1,4 +1,4 @@
-import { paymentProviders } from "@commerce/shared/contract/messages";
+import { notificationSources, paymentProviders } from "@commerce/shared/contract/messages";
 import { choice, integer, text, urlInt } from "@commerce/shared/platform/http/fields";
 import { page, pageQuery } from "@commerce/shared/platform/http/paging";
 import { named } from "@commerce/shared/platform/openapi";
@@ -45,6 +45,10 @@ const summaryFields = {
         "Why an event that moves money made no message (another mode's money, another merchant account); null otherwise",
     }),
   ),
+  source: choice(notificationSources, {
+    description:
+      "How it reached payments: webhook (the provider sent it) or reconciliation (a run found it at the provider: its webhook never came)",
+  }),
 };
 
 /** A stored notification as the operator's list shows it. */
@@ -83,6 +87,14 @@ export const notificationQuery = t.Object({
       },
     }),
   ),
+  source: t.Optional(
+    choice(notificationSources, {
+      error: {
+        path: "/source",
+        message: `source must be one of ${notificationSources.join(", ")}`,
+      },
+    }),
+  ),
 });
 
 export const notificationIdParams = t.Object({ id: text(1, 255, undefined, { name: "id" }) });
@@ -112,6 +124,7 @@ const notificationExample = {
   published_at: "2026-11-23T14:02:11.497Z",
   trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
   ignored: null,
+  source: "webhook" as const,
 };
 
 // D5: the document's named components.

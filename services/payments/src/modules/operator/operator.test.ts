@@ -131,6 +131,7 @@ describe("operator routes: reading", () => {
       published_at: null,
       trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
       ignored: null,
+      source: "webhook",
     });
 
     const succeeded = await call(

@@ -1,3 +1,4 @@
+import type { NotificationSource } from "@commerce/shared/contract/messages";
 import { isoTimestamp, type Sql } from "@commerce/shared/platform/database";
 import { ConflictError, NotFoundError } from "@commerce/shared/platform/errors";
 import { offsetOf, type PageRequest, pageFromWindow } from "@commerce/shared/platform/http/paging";
@@ -20,6 +21,7 @@ type NotificationRow = {
   published_at: string | null;
   traceparent: string | null;
   ignored: string | null;
+  source: NotificationSource;
 };
 
 type MessageRow = {
@@ -29,7 +31,12 @@ type MessageRow = {
   published_at: string | null;
 };
 
-export type NotificationFilter = { orderId?: number; event?: string; provider?: string };
+export type NotificationFilter = {
+  orderId?: number;
+  event?: string;
+  provider?: string;
+  source?: NotificationSource;
+};
 
 const numberOrNull = (value: string | null) => (value === null ? null : Number(value));
 
@@ -48,6 +55,7 @@ const toSummary = (row: NotificationRow): NotificationSummary => ({
   published_at: row.published_at,
   trace_id: parseTraceparent(row.traceparent)?.traceId ?? null,
   ignored: row.ignored,
+  source: row.source,
 });
 
 /**
@@ -62,11 +70,12 @@ async function keyOf(sql: Sql, named: string): Promise<string | undefined> {
   return row?.key;
 }
 
-const whereOf = (sql: Sql, { orderId, event, provider }: NotificationFilter) =>
+const whereOf = (sql: Sql, { orderId, event, provider, source }: NotificationFilter) =>
   sql`where true
     ${orderId === undefined ? sql`` : sql`and order_id = ${orderId}`}
     ${event === undefined ? sql`` : sql`and event = ${event}`}
-    ${provider === undefined ? sql`` : sql`and provider = ${provider}`}`;
+    ${provider === undefined ? sql`` : sql`and provider = ${provider}`}
+    ${source === undefined ? sql`` : sql`and source = ${source}`}`;
 
 /**
  * V3: a page of stored notifications, newest first, each with when the message the webhook
@@ -76,7 +85,7 @@ export async function listNotifications(sql: Sql, filter: NotificationFilter, pa
   const rows = await sql<(NotificationRow & { total: number })[]>`
     with page as (
       select key, id, provider, event, order_id, payment_ref, amount, currency, received_at,
-        source_ip, traceparent, ignored, count(*) over ()::int as total
+        source_ip, traceparent, ignored, source, count(*) over ()::int as total
       from payments.notifications ${whereOf(sql, filter)}
       order by received_at desc, id desc
       limit ${paging.perPage} offset ${offsetOf(paging)}
@@ -90,7 +99,7 @@ export async function listNotifications(sql: Sql, filter: NotificationFilter, pa
     )
     select key, id, provider, event, order_id, payment_ref, amount, currency,
       ${isoTimestamp(sql, "received_at")} as received_at, source_ip,
-      ${isoTimestamp(sql, "published_at")} as published_at, traceparent, ignored, total
+      ${isoTimestamp(sql, "published_at")} as published_at, traceparent, ignored, source, total
     from published order by published.received_at desc, id desc`;
   return pageFromWindow(
     rows,
@@ -107,7 +116,8 @@ export async function getNotification(sql: Sql, named: string): Promise<Notifica
   const key = await keyOf(sql, named);
   const [row] = await sql<(Omit<NotificationRow, "published_at"> & { raw_body: string })[]>`
     select key, id, provider, event, order_id, payment_ref, amount, currency,
-      ${isoTimestamp(sql, "received_at")} as received_at, source_ip, traceparent, ignored, raw_body
+      ${isoTimestamp(sql, "received_at")} as received_at, source_ip, traceparent, ignored, source,
+      raw_body
     from payments.notifications where key = ${key ?? null}`;
   if (!row) throw new NotFoundError(`Notification ${named} does not exist`);
   const id = row.key;

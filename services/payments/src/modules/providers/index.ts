@@ -7,6 +7,11 @@ import {
   adyenApiVariables,
   adyenRefunds,
 } from "./adyen/refunds";
+import {
+  type AdyenReportSettings,
+  adyenReportSettings,
+  adyenReportVariables,
+} from "./adyen/report";
 import { generic } from "./generic";
 import {
   type PaymentMode,
@@ -31,6 +36,8 @@ export type ProviderSettings = {
   adyen?: AdyenSettings;
   /** F2: the providers' APIs the shop refunds through; a provider without its key makes none. */
   api?: { stripe?: StripeApiSettings; adyen?: AdyenApiSettings };
+  /** B1: where and as whom Adyen's reports are downloaded; unset, they are never downloaded. */
+  adyenReports?: AdyenReportSettings;
 };
 
 /** The variables of the optional providers, part of the payments service's schema. */
@@ -44,6 +51,7 @@ export const providerVariables = {
   ...stripeApiVariables,
   ...adyen.variables,
   ...adyenApiVariables,
+  ...adyenReportVariables,
 };
 
 /** Each optional provider's settings from the parsed variables (a one-line ConfigError when wrong). */
@@ -57,6 +65,7 @@ export const providerSettings = (
     stripe: stripeApiSettings(vars, vars.PAYMENT_MODE),
     adyen: adyenApiSettings(vars, adyen.settingsFrom(vars)?.merchantAccounts, vars.PAYMENT_MODE),
   },
+  adyenReports: adyenReportSettings(vars, vars.ADYEN_HMAC_KEYS !== undefined),
 });
 
 /** F2, F7: a client of each provider API that has its key, each call bounded by `timeoutMs`. */
@@ -70,11 +79,7 @@ export function refundClientsOf(
   return clients;
 }
 
-/** F1: the variable that turns a provider's refunds on, for a refund it cannot make. */
-export const refundKeyOf: Record<string, string> = {
-  stripe: "STRIPE_API_KEY",
-  adyen: "ADYEN_API_KEY",
-};
+export { refundKeyOf } from "@commerce/shared/contract/refund-providers";
 
 /** The providers this service answers for: generic always, the others when configured. */
 export function providersOf(

@@ -138,7 +138,31 @@ export type ParsedNotification = {
    * money, another merchant account); undefined when it is not set aside.
    */
   ignored?: string;
+  /**
+   * B1: the report a notification announces (Adyen's REPORT_AVAILABLE), to download after the
+   * answer; `skip` says why it is not (not the shop's, G4; a report this service does not read).
+   */
+  report?: { fileName: string; url: string; skip?: ReportSkip };
 };
+
+/** B1: a report a stored REPORT_AVAILABLE notification named, for the report worker. */
+export type AnnouncedReport = {
+  notificationKey: string;
+  report: NonNullable<ParsedNotification["report"]>;
+  /** Stored now (not a repeat of a notification Adyen sent before). */
+  fresh: boolean;
+};
+
+/** B1: why a report or a report's line is not read (`reconciliation_skipped_total`'s reason). */
+export type ReportSkip =
+  | "other_mode"
+  | "other_merchant_account"
+  | "not_payment_accounting"
+  | "url_outside_prefix"
+  | "too_large"
+  | "malformed_report"
+  | "malformed_line"
+  | "not_configured";
 
 /** What a provider's `authenticate` sees: the request as received, before any parsing. */
 export type ProviderRequest = { headers: Headers; rawBody: Uint8Array; nowSeconds: number };

@@ -13,7 +13,13 @@ export const reconciliationController = (deps: PaymentsDeps) =>
     .use(bearerAuth(deps.verifyToken, operatorRealm))
     .get(
       "/runs",
-      ({ query }) => listRuns(deps.sql, deps.topology.payments.stream, pageRequestOf(query)),
+      ({ query }) =>
+        listRuns(
+          deps.sql,
+          deps.topology.payments.stream,
+          { kind: query.kind, provider: query.provider },
+          pageRequestOf(query),
+        ),
       {
         auth: "admin",
         query: runsQuery,
@@ -25,7 +31,9 @@ export const reconciliationController = (deps: PaymentsDeps) =>
             `${whoMayCall} Each run: its kind (inbox: what payments published against what ` +
             "the api applied), the window it compared, when it started and ended, how many " +
             "it checked, found missing and repaired, and its errors (a run with errors was cut " +
-            "short; the next one covers its window again). page and per_page as every list.",
+            "short; the next one covers its window again). Optionally of one kind (events, " +
+            "objects, report, inbox) or one provider (stripe, adyen). page and per_page as " +
+            "every list.",
         },
       },
     );

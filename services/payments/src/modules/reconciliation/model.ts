@@ -1,4 +1,4 @@
-import { integer } from "@commerce/shared/platform/http/fields";
+import { choice, integer } from "@commerce/shared/platform/http/fields";
 import { page, pageQuery } from "@commerce/shared/platform/http/paging";
 import { named } from "@commerce/shared/platform/openapi";
 import { t } from "elysia";
@@ -22,15 +22,40 @@ export const reconciliationRun = t.Object({
   finished_at: t.Nullable(
     timestamp("When it ended; null while it runs, or when it was cut off by a crash"),
   ),
-  checked: integer({ description: "What it compared: for inbox, published messages" }),
-  found: integer({ description: "What it found missing: for inbox, notifications never applied" }),
-  applied: integer({ description: "What it repaired: for inbox, messages published again" }),
+  checked: integer({
+    description: "What it compared: for inbox, published messages; for report, the report's lines",
+  }),
+  found: integer({
+    description:
+      "What it found missing: for inbox, notifications never applied; for report, lines no stored notification explained",
+  }),
+  applied: integer({
+    description:
+      "What it repaired: for inbox, messages published again; for report, notifications stored now",
+  }),
   errors: integer({
-    description: "Failures that cut it short (for inbox: the api did not answer); 0 when complete",
+    description:
+      "Failures (for inbox: the api did not answer, the run cut short; for report: malformed lines, and 1 when the download failed or the report was not read); 0 when complete",
   }),
 });
 
-export const runsQuery = t.Object(pageQuery);
+/** B3: what a run compares: a provider's events, objects or report, or payments against the api. */
+export const runKinds = ["events", "objects", "report", "inbox"] as const;
+export type RunKind = (typeof runKinds)[number];
+
+export const runsQuery = t.Object({
+  ...pageQuery,
+  kind: t.Optional(
+    choice(runKinds, {
+      error: { path: "/kind", message: `kind must be one of ${runKinds.join(", ")}` },
+    }),
+  ),
+  provider: t.Optional(
+    choice(["stripe", "adyen"] as const, {
+      error: { path: "/provider", message: "provider must be one of stripe, adyen" },
+    }),
+  ),
+});
 
 export const runsPage = named("ReconciliationRunPage", page(reconciliationRun), {
   description: "Reconciliation runs, newest first",

@@ -143,18 +143,23 @@ export async function recordStep(
 
 /**
  * F3: what Adyen's `REFUND` notification said of a refund it took, if it arrived: the stored
- * notification `adyen:REFUND:<pspReference>:<success>` (Y2), and its `reason` when it failed.
+ * notification `adyen:REFUND:<pspReference>:<success>` (Y2), and its `reason` when it failed; or
+ * (B1) the report line that says it was made, `adyen:report:Refunded:<pspReference>`.
  */
 export async function adyenRefundNotified(
   sql: Sql,
   pspReference: string,
 ): Promise<{ success: boolean; reason?: string } | undefined> {
-  const keys = [`adyen:REFUND:${pspReference}:true`, `adyen:REFUND:${pspReference}:false`];
+  const keys = [
+    `adyen:REFUND:${pspReference}:true`,
+    `adyen:REFUND:${pspReference}:false`,
+    `adyen:report:Refunded:${pspReference}`,
+  ];
   const [stored] = await sql<{ key: string; raw_body: string }[]>`
     select key, raw_body from payments.notifications where key = any(${keys}::text[])
     order by received_at limit 1`;
   if (!stored) return undefined;
-  if (stored.key.endsWith(":true")) return { success: true };
+  if (!stored.key.endsWith(":false")) return { success: true };
   let reason: string | undefined;
   try {
     const batch = JSON.parse(stored.raw_body) as {

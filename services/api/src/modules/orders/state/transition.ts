@@ -12,11 +12,15 @@ import { giveStockBack, takeStock } from "./stock";
 /**
  * L1, the order's state machine: for each status, the statuses it may move to and what may cause
  * each move. `api` is a customer's own request, `manual` an admin's, `review` an admin applying
- * a payment review, `webhook` a payment message, `expiry` the api's own sweeper.
+ * a payment review, `webhook` a payment message, `reconciliation` a payment message of what a
+ * reconciliation run found at the provider (B1), `expiry` the api's own sweeper.
  */
 const moves: Record<OrderStatus, Partial<Record<OrderStatus, readonly EventSource[]>>> = {
-  created: { paid: ["webhook", "manual", "review"], cancelled: ["api", "manual", "expiry"] },
-  paid: { refunded: ["webhook", "manual", "review"] },
+  created: {
+    paid: ["webhook", "reconciliation", "manual", "review"],
+    cancelled: ["api", "manual", "expiry"],
+  },
+  paid: { refunded: ["webhook", "reconciliation", "manual", "review"] },
   cancelled: { paid: ["review"] },
   refunded: {},
 };

@@ -13,6 +13,7 @@ import {
   providerBodyLimit,
   SignatureRejectedError,
   schemaErrors,
+  storable,
 } from "../provider";
 import { adyenMoves } from "./events";
 import {
@@ -22,6 +23,7 @@ import {
   adyenSecurity,
   type NotificationRequestItem,
 } from "./model";
+import { isPaymentAccountingReport } from "./report";
 
 export type AdyenSettings = {
   hmacKeys: Buffer[];
@@ -109,10 +111,34 @@ function ignoredOf(
   return undefined;
 }
 
-function asParsed(item: NotificationRequestItem, ignored: string | undefined): ParsedNotification {
+/** B1: the report a REPORT_AVAILABLE item names: its file (pspReference) and URL (`reason`). */
+function reportOf(
+  item: NotificationRequestItem,
+  batch: AdyenBatch,
+  context: { mode: PaymentMode; merchantAccounts: string[] },
+): ParsedNotification["report"] {
+  if (item.eventCode !== "REPORT_AVAILABLE" || item.success !== "true") return undefined;
+  const reason = (item as { reason?: unknown }).reason;
+  // N9: only text PostgreSQL can store; anything else is no URL (never fetched).
+  const url = typeof reason === "string" && reason.length <= 2048 && storable(reason) ? reason : "";
+  const report = { fileName: item.pspReference, url };
+  if (batch.live !== String(context.mode === "live")) return { ...report, skip: "other_mode" };
+  if (!context.merchantAccounts.includes(item.merchantAccountCode))
+    return { ...report, skip: "other_merchant_account" };
+  if (!isPaymentAccountingReport(item.pspReference))
+    return { ...report, skip: "not_payment_accounting" };
+  return report;
+}
+
+function asParsed(
+  item: NotificationRequestItem,
+  ignored: string | undefined,
+  report: ParsedNotification["report"],
+): ParsedNotification {
   const { eventCode, pspReference, success, originalReference, merchantReference, amount } = item;
   const move = adyenMoves.get(`${eventCode}:${success}`);
   return {
+    ...(report ? { report } : {}),
     id: `adyen:${eventCode}:${pspReference}:${success}`,
     event: eventCode,
     orderId: orderIdOf(merchantReference ?? null),
@@ -203,7 +229,11 @@ export const adyen: ProviderPlugin<AdyenSettings, typeof adyenVariables> = {
       return {
         text,
         notifications: batch.notificationItems.map(({ NotificationRequestItem: item }) =>
-          asParsed(item, ignoredOf(batch, item, { mode, merchantAccounts })),
+          asParsed(
+            item,
+            ignoredOf(batch, item, { mode, merchantAccounts }),
+            reportOf(item, batch, { mode, merchantAccounts }),
+          ),
         ),
       };
     },
@@ -224,7 +254,9 @@ export const adyen: ProviderPlugin<AdyenSettings, typeof adyenVariables> = {
         "CHARGEBACK_REVERSED and SECOND_CHARGEBACK make a dispute message; every other item " +
         "is stored, and so is one of a batch whose live is not PAYMENT_MODE's or of a merchant " +
         "account not in ADYEN_MERCHANT_ACCOUNTS, without a message. The order is merchantReference. " +
-        "The batch is stored in one transaction; the answer is [accepted]. 404 when " +
+        "The batch is stored in one transaction; the answer is [accepted]. A REPORT_AVAILABLE item " +
+        "naming a payment accounting report (its reason the download URL) is downloaded and " +
+        "compared afterwards, never while Adyen waits. 404 when " +
         "ADYEN_HMAC_KEYS is not set.",
       security: adyenSecurity,
       requestSchema: adyenBatch,

@@ -1,0 +1,1 @@
+ALTER TABLE "payments"."notifications" ADD COLUMN "source" text DEFAULT 'webhook' NOT NULL;
