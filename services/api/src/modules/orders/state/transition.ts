@@ -83,8 +83,9 @@ function moveStatement(
         provider, actor, note, refund_id, refund_amount)
     ), movable as (
       -- Issue 38: each order found by its primary key (a lateral probe, locked in id order),
-      -- whatever the statistics say; a join let the planner scan the whole table while it was
-      -- small, so a paid order cost more the more orders the shop had.
+      -- and moved by a join to these rows, not to the input: a join of the input to the table
+      -- let the planner scan api.orders whole, once per batch, while it held a few thousand
+      -- rows, so a paid order cost more the more orders the shop had.
       select o.id as order_id, i.notification_id
       from (select * from input order by order_id) i
       cross join lateral (
@@ -95,14 +96,21 @@ function moveStatement(
       ) o
     ), claimed as (
       ${claim ? claim(sql) : sql`select order_id from movable`}
-    ), moved as (
+    ), updated as (
       update api.orders o set status = ${move.to}::text, ${sql(movedAt[move.to])} = now(),
         expires_at = null,
-        cancel_reason = ${move.to === "cancelled" ? sql`i.reason` : sql`o.cancel_reason`}
-      from input i
-      where o.id = any(array(select order_id from claimed)) and i.order_id = o.id
-      returning o.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
+        cancel_reason = ${
+          move.to === "cancelled"
+            ? sql`(select i.reason from input i where i.order_id = o.id)`
+            : sql`o.cancel_reason`
+        }
+      from movable m
+      where o.id = m.order_id and m.order_id in (select order_id from claimed)
+      returning o.*
+    ), moved as (
+      select u.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
         i.payment_ref, i.provider, i.actor, i.note, i.refund_id, i.refund_amount
+      from updated u join input i on i.order_id = u.id
     ), ${orderEventWrites(sql, topology, move.to, "moved", "per row")}
     select * from moved`;
 }
