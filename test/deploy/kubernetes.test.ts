@@ -186,7 +186,7 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
       );
       const env = deployment?.spec.template.spec.containers[0].env as {
         name: string;
-        valueFrom?: { secretKeyRef?: { name: string; optional?: boolean } };
+        valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
       }[];
       for (const name of [
         "STRIPE_API_KEY",

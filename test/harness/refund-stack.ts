@@ -98,6 +98,7 @@ export async function startRefundStack({
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const paymentsUrl = `http://127.0.0.1:${paymentsPort}`;
   adyenApi.webhookUrl = `${paymentsUrl}/api/webhooks/adyen`;
+  stripeApi.webhookUrl = `${paymentsUrl}/api/webhooks/stripe`;
   const sql = api.deps.sql;
   const admin = await signToken(unique("admin"), "admin");
   const customer = await signToken(unique("cust"));
@@ -177,6 +178,7 @@ export async function startRefundStack({
     topology: api.deps.topology,
     statusOf,
     deliver,
+    paidBecomes,
 
     /** A paid order whose payment is a PaymentIntent the local Stripe holds. */
     async paidThroughStripe(amount = 1999) {
@@ -231,7 +233,6 @@ export async function startRefundStack({
     },
 
     placeOrder,
-    paidBecomes,
 
     /** Another api on the same database and NATS names (M4), for replicas racing; stop it after. */
     async apiReplica() {
@@ -247,6 +248,20 @@ export async function startRefundStack({
         "the api replica",
       );
       return { url, stop: () => replica.stop() };
+    },
+
+    /** Another payments on the same database and NATS names (B1: replicas racing); stop it after. */
+    async paymentsReplica() {
+      const port = await freePort();
+      const replica = await createPaymentsService(
+        loadPaymentsConfig({ ...common, PORT: String(port) }),
+        {
+          logSink: (line) => paymentsLog.push(line),
+          refunds: { retryBaseMs: 50, retryMaxMs: 400, intervalMs: 100, ...refunds },
+        },
+      );
+      replica.start();
+      return { service: replica, stop: () => replica.stop() };
     },
 
     /** The order's refunds as the api lists them. */

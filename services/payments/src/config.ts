@@ -54,6 +54,13 @@ export const paymentsEnv = Type.Object({
     default: 30,
     description: "B2: how long a published message may take to be applied before it is missing",
   }),
+  RECONCILE_INTERVAL_SECONDS: Var.integer({
+    minimum: 0,
+    maximum: 86_400,
+    default: 300,
+    description:
+      "B1, B4: how often payments reconciles with each provider's API (Stripe's events and objects); 0 = off",
+  }),
   ...providerVariables,
 });
 
@@ -74,6 +81,8 @@ export function loadConfig(env: Env) {
     providers: providerSettings(vars),
     /** F3: how long a refund without a definite answer is asked again. */
     refundGiveUpMs: vars.REFUND_GIVE_UP_HOURS * 3_600_000,
+    /** B1: the provider reconciliation's timer; 0 = off. */
+    reconcileIntervalMs: vars.RECONCILE_INTERVAL_SECONDS * 1000,
     antiEntropy: {
       intervalMs: vars.ANTI_ENTROPY_INTERVAL_SECONDS * 1000,
       windowMs: vars.ANTI_ENTROPY_WINDOW_HOURS * 3_600_000,

@@ -5,9 +5,10 @@ import { createApp } from "./app";
 import type { PaymentsConfig } from "./config";
 import { migrations } from "./db";
 import type { PaymentsDeps } from "./deps";
-import { refundClientsOf } from "./modules/providers";
+import { reconcileClientsOf, refundClientsOf } from "./modules/providers";
 import { type AdyenReportOptions, AdyenReports } from "./modules/reconciliation/adyen-report";
 import { AntiEntropy } from "./modules/reconciliation/anti-entropy";
+import { ProviderReconciliation } from "./modules/reconciliation/provider-runs";
 import { RefundProvidersAnswerer } from "./modules/refunds/providers-answer";
 import { RefundRequests } from "./modules/refunds/requests";
 import { RefundWorker, type RefundWorkerOptions } from "./modules/refunds/worker";
@@ -127,6 +128,21 @@ export async function createService(
     settings: config.antiEntropy,
   });
 
+  // B1, B4: each provider's API is compared with what was stored, every interval.
+  const reconciliation = new ProviderReconciliation({
+    sql: core.sql,
+    topology: core.topology,
+    logger: core.logger,
+    metrics: core.metrics,
+    outboxWritten: () => core.relay.kick(),
+    clients: reconcileClientsOf(
+      config.providers,
+      options.refunds?.callTimeoutMs ?? providerCallTimeoutMs,
+    ),
+    intervalMs: config.reconcileIntervalMs,
+    circuitOpen: (provider) => refundWorker.circuitOpen(provider),
+  });
+
   return {
     app,
     deps,
@@ -134,11 +150,13 @@ export async function createService(
     nats: core.nats,
     refundWorker,
     antiEntropy,
+    reconciliation,
     adyenReports,
     start: () => {
       core.start(app, () => {
         refundWorker.start();
         antiEntropy.start();
+        reconciliation.start();
         adyenReports?.start();
       });
       deps.refusals.start();
@@ -149,6 +167,7 @@ export async function createService(
       core.stop(app, [
         ["refused notifications", () => deps.refusals.stop()],
         ["anti-entropy", () => antiEntropy.stop()],
+        ["provider reconciliation", () => reconciliation.stop()],
         ["adyen reports", async () => adyenReports?.stop()],
         ["refund requests", () => refundRequests.stop()],
         ["refund worker", () => refundWorker.stop()],

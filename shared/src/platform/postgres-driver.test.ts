@@ -3,6 +3,9 @@ import { eventually, testDatabaseUrl, unique } from "@commerce/testing/basics";
 import postgres from "postgres";
 import { connectDatabase, type Sql } from "./database";
 
+/** postgres.js's `max_pipeline` (documented, missing from its types): one query queued per connection. */
+const onePerPipeline = { max_pipeline: 1 } as object;
+
 /** A table of labels, for the rows a test's transactions and stray statements write. */
 async function labelTable(observer: Sql): Promise<string> {
   const table = unique("driver_");
@@ -74,7 +77,7 @@ describe("postgres.js, as installed with patches/postgres+3.4.9.patch", () => {
       // runs a query is the one that fills a pipeline.
       const sql = postgres(testDatabaseUrl, {
         max,
-        max_pipeline: 1,
+        ...onePerPipeline,
         onnotice: () => {},
         connection: { application_name: applicationName },
       });
@@ -167,7 +170,7 @@ describe("postgres.js, as installed with patches/postgres+3.4.9.patch", () => {
   });
 
   test("M2, W6: the statements a transaction queued behind its full pipeline reject with CONNECTION_CLOSED when its connection is terminated; the next query on the new connection succeeds (porsager/postgres#1186, #1215)", async () => {
-    const sql = postgres(testDatabaseUrl, { max: 1, max_pipeline: 1, onnotice: () => {} });
+    const sql = postgres(testDatabaseUrl, { max: 1, ...onePerPipeline, onnotice: () => {} });
     const killer = connectDatabase(testDatabaseUrl, { max: 1 });
     try {
       let pid: number | undefined;

@@ -49,6 +49,8 @@ export class ProviderServer {
     private readonly route: (request: {
       method: string;
       path: string;
+      /** The query string's parameters (Stripe's list filters, B1). */
+      query: URLSearchParams;
       body: string;
       headers: IncomingMessage["headers"];
     }) => Promise<Answer | undefined> | Answer | undefined,
@@ -89,7 +91,7 @@ export class ProviderServer {
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString("utf8");
     const method = request.method ?? "GET";
-    const path = (request.url ?? "/").split("?")[0];
+    const [path, search = ""] = (request.url ?? "/").split("?");
     const key = headerOf(request.headers, "idempotency-key");
     this.seen.push({
       method,
@@ -99,7 +101,13 @@ export class ProviderServer {
       body,
       at: Date.now(),
     });
-    const call = { method, path, body, headers: request.headers };
+    const call = {
+      method,
+      path,
+      query: new URLSearchParams(search),
+      body,
+      headers: request.headers,
+    };
     const moves = method === "POST" && this.options.moves(path);
     if (!moves) return send(response, (await this.route(call)) ?? notFound);
 

@@ -17,10 +17,12 @@ import {
   type PaymentMode,
   type PaymentProvider,
   paymentModes,
+  type ReconcileClient,
   type RefundClient,
   type WebhookSettings,
 } from "./provider";
 import { type StripeSettings, stripe } from "./stripe";
+import { stripeReconciler } from "./stripe/reconcile";
 import {
   type StripeApiSettings,
   stripeApiSettings,
@@ -77,6 +79,15 @@ export function refundClientsOf(
   if (settings.api?.stripe) clients.set("stripe", stripeRefunds(settings.api.stripe, timeoutMs));
   if (settings.api?.adyen) clients.set("adyen", adyenRefunds(settings.api.adyen, timeoutMs));
   return clients;
+}
+
+/** B1: a reconciliation client of each provider whose API can be listed (Stripe), calls bounded. */
+export function reconcileClientsOf(
+  settings: ProviderSettings,
+  timeoutMs: number,
+): ReconcileClient[] {
+  const stripeApi = settings.api?.stripe;
+  return stripeApi ? [stripeReconciler(stripeApi, timeoutMs, settings.mode ?? "test")] : [];
 }
 
 export { refundKeyOf } from "@commerce/shared/contract/refund-providers";

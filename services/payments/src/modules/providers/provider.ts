@@ -251,3 +251,65 @@ export type RefundClient = {
 /** F7: the status codes that say nothing definite of a request's outcome (F3). */
 export const outcomeUnknown = (status: number | undefined) =>
   status === undefined || status >= 500 || status === 409 || status === 429 || status < 400;
+
+/**
+ * B1: a state a provider holds, as the notification it becomes when nothing stored tells of it
+ * yet. Events carry only the notification (stored unless its id is); objects also say what
+ * stored notification would explain the state.
+ */
+export type ReconcileCandidate = {
+  notification: ParsedNotification;
+  rawBody: string;
+  /** Objects: a stored notification of this payment, of one of these events, explains it. */
+  explainedBy?: {
+    paymentRef: string;
+    events: string[];
+    /** A refund: the stored notification's amount (the charge's refunded total) reaches this. */
+    minAmount?: number;
+  };
+  /** F3: a refund the shop asked for: its ledger row (`payments.refunds`) takes this outcome. */
+  shopRefund?: {
+    refundId: number;
+    providerRefundId: string;
+    status: "succeeded" | "failed";
+    reason?: string;
+  };
+};
+
+/** B1: an item of a provider's list that is not the shop's or cannot be read: counted, logged. */
+export type ReconcileSkip = {
+  reason:
+    | "malformed"
+    | "too_large"
+    | "page_too_large"
+    | "other_account"
+    | "other_mode"
+    | "no_order";
+  /** The provider's id of the item, when it has a readable one. */
+  id?: string;
+};
+
+/** One page of what a provider listed: items seen, what they became, what was skipped. */
+export type ReconcilePage = {
+  checked: number;
+  candidates: ReconcileCandidate[];
+  skipped: ReconcileSkip[];
+};
+
+/**
+ * B1: a provider's API as reconciliation uses it: per kind of run, the pages of what it holds
+ * since `fromSeconds` (unix). A page that cannot be had throws (B4: the run fails, the next one
+ * covers its window again).
+ */
+export type ReconcileClient = {
+  provider: PaymentProviderName;
+  /** The host it asks, stored as a found notification's source address. */
+  source: string;
+  /** Per kind, what it holds that was made from `fromSeconds` to `toSeconds` (unix), in pages. */
+  kinds: Record<string, (fromSeconds: number, toSeconds: number) => AsyncIterable<ReconcilePage>>;
+  /**
+   * A kind whose window ends where another kind's last complete run ended (Stripe's objects
+   * follow its events), so an object is compared only once its events could have been read.
+   */
+  follows?: Record<string, string>;
+};

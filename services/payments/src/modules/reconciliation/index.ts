@@ -28,12 +28,14 @@ export const reconciliationController = (deps: PaymentsDeps) =>
           operationId: "listReconciliationRuns",
           summary: "List reconciliation runs, newest first",
           description:
-            `${whoMayCall} Each run: its kind (inbox: what payments published against what ` +
-            "the api applied), the window it compared, when it started and ended, how many " +
+            `${whoMayCall} Each run: its provider and kind (events: Stripe's event list; ` +
+            "objects: Stripe's payments, refunds and disputes compared with what is stored; " +
+            "report: Adyen's payment accounting report; inbox: what payments published against " +
+            "what the api applied), the window it compared, when it started and ended, how many " +
             "it checked, found missing and repaired, and its errors (a run with errors was cut " +
             "short; the next one covers its window again). Optionally of one kind (events, " +
             "objects, report, inbox) or one provider (stripe, adyen). page and per_page as " +
-            "every list.",
+            "every list; per_page=1&kind=events is the last events run.",
         },
       },
     );

@@ -13,7 +13,7 @@ export const reconciliationRun = t.Object({
   ),
   kind: t.String({
     description:
-      "events, objects or report (a provider's), or inbox (what payments published against what the api applied)",
+      "events (Stripe's event list), objects (Stripe's payments, refunds and disputes compared with what is stored), report (Adyen's payment accounting report), or inbox (what payments published against what the api applied)",
     examples: ["inbox"],
   }),
   window_from: timestamp("The start of what it compared"),
@@ -23,19 +23,20 @@ export const reconciliationRun = t.Object({
     timestamp("When it ended; null while it runs, or when it was cut off by a crash"),
   ),
   checked: integer({
-    description: "What it compared: for inbox, published messages; for report, the report's lines",
+    description:
+      "What it compared: for events and objects, what the provider listed; for report, the report's lines; for inbox, published messages",
   }),
   found: integer({
     description:
-      "What it found missing: for inbox, notifications never applied; for report, lines no stored notification explained",
+      "What it found missing: for events, events not stored yet; for objects and report, states or lines no stored notification explained; for inbox, notifications never applied",
   }),
   applied: integer({
     description:
-      "What it repaired: for inbox, messages published again; for report, notifications stored now",
+      "What it repaired: for events, objects and report, notifications stored now (objects: and refunds the shop asked for confirmed); for inbox, messages published again",
   }),
   errors: integer({
     description:
-      "Failures (for inbox: the api did not answer, the run cut short; for report: malformed lines, and 1 when the download failed or the report was not read); 0 when complete",
+      "Failures (for events and objects: 1 when the provider's API was down, slow or 5xx, or the database failed, and the next run covers the window again; for inbox: the api did not answer, the run cut short; for report: malformed lines, and 1 when the download failed or the report was not read); 0 when complete",
   }),
 });
 

@@ -89,6 +89,22 @@ export async function claimDue(
   return rows.map(rowOf);
 }
 
+/**
+ * B1, F3: a refund of this topology (`subject`, its requests' subject) by its id, for
+ * reconciliation to confirm what the provider says of it; undefined when it is not one of ours.
+ */
+export async function refundOf(
+  sql: Sql,
+  subject: string,
+  refundId: number,
+  provider: string,
+): Promise<RefundRow | undefined> {
+  const [row] = await sql`
+    select * from payments.refunds
+    where refund_id = ${refundId} and provider = ${provider} and request_subject = ${subject}`;
+  return row ? rowOf(row) : undefined;
+}
+
 /** What an attempt leads to: the refund's next state, and when to look again. */
 export type Step = {
   status: RefundState;

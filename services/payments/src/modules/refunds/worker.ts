@@ -140,6 +140,14 @@ export class RefundWorker {
     });
   }
 
+  /**
+   * F7: whether calls to `provider`'s API are held back now (its circuit open, within the
+   * cool-down); B4: reconciliation does not ask it meanwhile either.
+   */
+  circuitOpen(provider: string): boolean {
+    return this.circuits.get(provider)?.allows().allowed === false;
+  }
+
   /** F7: each provider's circuit as /ready's detail names it while open. */
   notes() {
     return [...this.circuits.values()].map((circuit) => ({

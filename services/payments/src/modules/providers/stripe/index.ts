@@ -87,6 +87,24 @@ function asParsed(event: StripeEvent, mode: PaymentMode): ParsedNotification {
   };
 }
 
+/**
+ * S2, S3, G4: one Stripe event as a notification, checked against the event's schema (400, an
+ * `InvalidNotificationError`, when it is not one). The webhook's body and an event listed by
+ * Stripe's API (B1) are read by this same function.
+ */
+export function stripeEventNotification(value: object, mode: PaymentMode): ParsedNotification {
+  const errors = schemaErrors(eventSchema, value);
+  const { type } = value as { type?: unknown };
+  if (typeof type === "string" && !storable(type) && !errors.length)
+    errors.push({
+      path: "/type",
+      message: "type must be Unicode text without NUL or control characters",
+    });
+  if (errors.length)
+    throw new InvalidNotificationError("invalid_schema", "The request body is invalid", errors);
+  return asParsed(value as StripeEvent, mode);
+}
+
 /** The variables this provider reads, part of the payments service's schema. */
 const stripeVariables = {
   STRIPE_WEBHOOK_SECRETS: Var.optional(
@@ -115,16 +133,7 @@ export const stripe: ProviderPlugin<StripeSettings, typeof stripeVariables> = {
     },
     parse(rawBody) {
       const { text, value } = parseJsonObject(rawBody);
-      const errors = schemaErrors(eventSchema, value);
-      const { type } = value as { type?: unknown };
-      if (typeof type === "string" && !storable(type) && !errors.length)
-        errors.push({
-          path: "/type",
-          message: "type must be Unicode text without NUL or control characters",
-        });
-      if (errors.length)
-        throw new InvalidNotificationError("invalid_schema", "The request body is invalid", errors);
-      return { text, notifications: [asParsed(value as StripeEvent, mode)] };
+      return { text, notifications: [stripeEventNotification(value, mode)] };
     },
     claimedOrder: (body) => {
       const object = (body as { data?: { object?: unknown } }).data?.object;

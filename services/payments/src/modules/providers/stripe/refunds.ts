@@ -78,13 +78,12 @@ function failureOf(error: unknown): RefundAnswer {
 }
 
 /**
- * F2: refunds through Stripe's API with Stripe's library, pointed at STRIPE_API_URL (host, port,
- * protocol), with no retries of its own (the worker retries with the same key, F3) and a timeout
- * per call (F7). The refund names the PaymentIntent and carries the order and refund ids.
+ * F7: Stripe's library pointed at STRIPE_API_URL (host, port, protocol), the key sent nowhere
+ * else, each call bounded by `timeoutMs`, with no retries of its own (the callers retry).
  */
-export function stripeRefunds(settings: StripeApiSettings, timeoutMs: number): RefundClient {
+export function stripeClient(settings: StripeApiSettings, timeoutMs: number): Stripe {
   const url = new URL(settings.url);
-  const client = new Stripe(settings.apiKey, {
+  return new Stripe(settings.apiKey, {
     host: url.hostname,
     port: url.port || (url.protocol === "https:" ? 443 : 80),
     protocol: url.protocol === "http:" ? "http" : "https",
@@ -92,6 +91,15 @@ export function stripeRefunds(settings: StripeApiSettings, timeoutMs: number): R
     maxNetworkRetries: 0,
     telemetry: false,
   });
+}
+
+/**
+ * F2: refunds through Stripe's API with Stripe's library, pointed at STRIPE_API_URL (host, port,
+ * protocol), with no retries of its own (the worker retries with the same key, F3) and a timeout
+ * per call (F7). The refund names the PaymentIntent and carries the order and refund ids.
+ */
+export function stripeRefunds(settings: StripeApiSettings, timeoutMs: number): RefundClient {
+  const client = stripeClient(settings, timeoutMs);
   return {
     provider: "stripe",
     async refund(ask) {
