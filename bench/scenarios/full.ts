@@ -35,6 +35,7 @@ import { type Machine, memory } from "../machine";
 import { measureOrderPaidLatency } from "../order-paid-latency";
 import { measureBursts } from "./bursts";
 import { measureOrders } from "./orders";
+import { paidCostRow, paidHistoryRow } from "./paid-orders";
 import { launchFloors, measureReads } from "./reads";
 import { render } from "./report";
 import { renderScale, scaleBench } from "./scale";
@@ -110,6 +111,8 @@ export async function fullRun(host: Machine): Promise<Outcome> {
   const scale = await scaleBench(serviceCommand("api"), runDir);
   say("soak (O9): 5 minutes of steady mixed load on both services");
   const soak = await soakBench(runDir, serviceCommand, { prefix: prefix.soak });
+  say("paid orders (issue 38): their cost by rate and against the history, on private servers");
+  const paid = [await paidCostRow(), await paidHistoryRow()];
 
   const results = {
     run: runId,
@@ -143,9 +146,22 @@ export async function fullRun(host: Machine): Promise<Outcome> {
     scale,
     soak,
   };
-  const report = `${render(results)}\n${renderScale(scale)}\n\n${renderSoak(soak)}`;
+  const report = [
+    render(results),
+    renderScale(scale),
+    "",
+    renderSoak(soak),
+    "",
+    ...paid.map((row) => `${row.print}\n`),
+  ].join("\n");
   return {
-    files: { "results.json": results, "soak.json": soak, "results.md": report },
+    files: {
+      "results.json": results,
+      "soak.json": soak,
+      "results.md": report,
+      ...paid[0].files,
+      ...paid[1].files,
+    },
     print: report,
   };
 }

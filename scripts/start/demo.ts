@@ -89,22 +89,27 @@ export async function demo(
   type Placed = { order_id: number; amount: number; currency: string };
   const place = () =>
     call<Placed>("POST", "/api/orders", customerToken, { product_id: product.id, qty: 2 });
-  const order = await place().catch(async (error: Error) => {
-    if (!/HOLD_MAX_(ORDERS|UNITS)/.test(error.message)) throw error;
-    const unpaid = await call<{ items: Array<{ order_id: number }> }>(
-      "GET",
-      "/api/orders?status=created&per_page=100",
-      customerToken,
-    );
-    for (const { order_id } of unpaid.items.toReversed())
-      await call("PATCH", `/api/orders/${order_id}`, customerToken, { status: "cancelled" });
-    say(
-      `cancelled ${unpaid.items.length} unpaid demo order(s) of alice (HOLD_MAX_ORDERS, HOLD_MAX_UNITS)`,
-    );
-    return place();
-  });
+  // Makes way when alice holds too much (N5): her other unpaid orders are cancelled, oldest first,
+  // never one this run placed.
+  const placeMakingWay = (keep: number[]) =>
+    place().catch(async (error: Error) => {
+      if (!/HOLD_MAX_(ORDERS|UNITS)/.test(error.message)) throw error;
+      const unpaid = await call<{ items: Array<{ order_id: number }> }>(
+        "GET",
+        "/api/orders?status=created&per_page=100",
+        customerToken,
+      );
+      const others = unpaid.items.filter(({ order_id }) => !keep.includes(order_id));
+      for (const { order_id } of others.toReversed())
+        await call("PATCH", `/api/orders/${order_id}`, customerToken, { status: "cancelled" });
+      say(
+        `cancelled ${others.length} unpaid demo order(s) of alice (HOLD_MAX_ORDERS, HOLD_MAX_UNITS)`,
+      );
+      return place();
+    });
+  const order = await placeMakingWay([]);
   // O10: the cancel example gets an order of its own, not the one the lines above pay and refund.
-  const another = await place().catch(() => undefined);
+  const another = await placeMakingWay([order.order_id]).catch(() => undefined);
   const webhook = (event: string) =>
     [
       `npm run webhook -- --order ${order.order_id} --amount ${order.amount}`,

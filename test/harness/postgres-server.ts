@@ -30,8 +30,13 @@ export class PrivatePostgres {
   private readonly dataDir = join(this.dir, "data");
   port = 0;
 
-  /** With `password`, connections over TCP must give it (scram-sha-256); else all are trusted. */
-  constructor(private readonly options: { password?: string } = {}) {}
+  /**
+   * With `password`, connections over TCP must give it (scram-sha-256); else all are trusted.
+   * `settings` are more server settings (`-c name=value`), after and over the defaults (fsync off).
+   */
+  constructor(
+    private readonly options: { password?: string; settings?: Record<string, string> } = {},
+  ) {}
 
   get url(): string {
     const password = this.options.password ? `:${encodeURIComponent(this.options.password)}` : "";
@@ -77,7 +82,12 @@ export class PrivatePostgres {
       "-l",
       join(this.dir, "postgres.log"),
       "-o",
-      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+      [
+        `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+        ...Object.entries(this.options.settings ?? {}).map(
+          ([name, value]) => `-c ${name}=${value}`,
+        ),
+      ].join(" "),
       "-w",
       "-t",
       "30",

@@ -1,5 +1,6 @@
 import { type JetStreamClient, headers as natsHeaders } from "nats";
 import type { Sql } from "../database";
+import { FallbackPoll } from "../fallback-poll";
 import { describeError, type Logger } from "../logger";
 import type { Metrics } from "../metrics";
 import { formatTraceparent, idTracer, parseTraceparent, type Tracer } from "../tracing";
@@ -25,6 +26,8 @@ export type OutboxRelayOptions = {
   /** O8: each publish is a span continuing the row's `traceparent` (default: ids only). */
   tracer?: Tracer;
   intervalMs?: number;
+  /** Issue 38: the longest wait of the fallback poll while it finds nothing (8 × intervalMs). */
+  idleIntervalMs?: number;
   batchSize?: number;
 };
 
@@ -74,7 +77,7 @@ export type DeadOutboxRow = {
  * the publish's own span, whose context is what the message carries.
  */
 export class OutboxRelay {
-  private timer?: Timer;
+  private readonly poll: FallbackPoll;
   /** Drains running; a second one takes the rows written while the first waits for acks. */
   private readonly draining = new Set<Promise<void>>();
   private readonly maxDrains = 2;
@@ -87,6 +90,12 @@ export class OutboxRelay {
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.intervalMs = options.intervalMs ?? 1000;
+    // W6: the timer is for what is left over; right after a commit the writer kicks the relay.
+    this.poll = new FallbackPoll(
+      () => this.kick(),
+      this.intervalMs,
+      options.idleIntervalMs ?? 8 * this.intervalMs,
+    );
     this.batchSize = options.batchSize ?? 100;
     this.tracer = options.tracer ?? idTracer;
     options.metrics?.gauge("outbox_backlog", "Outbox rows not yet published to JetStream", () =>
@@ -105,7 +114,7 @@ export class OutboxRelay {
   }
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), this.intervalMs);
+    this.poll.start();
     this.kick();
   }
 
@@ -133,7 +142,7 @@ export class OutboxRelay {
   /** Stops the timer and waits for the batches in flight (O7). */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    this.poll.stop();
     await Promise.all(this.draining);
   }
 
@@ -167,8 +176,10 @@ export class OutboxRelay {
     try {
       while (!this.stopped) {
         const js = this.options.jetstream();
-        if (!js) return;
+        // NATS away: rows may be waiting, so the fallback stays at its quickest until it is back.
+        if (!js) return this.poll.busy();
         const { count, failure } = await this.publishBatch(js);
+        if (count > 0 || failure) this.poll.busy();
         if (failure) throw failure;
         if (count < this.batchSize) return;
       }

@@ -1,4 +1,5 @@
 import type { Sql } from "@commerce/shared/platform/database";
+import { FallbackPoll } from "@commerce/shared/platform/fallback-poll";
 import { describeError, type Logger } from "@commerce/shared/platform/logger";
 import type { WebhookConfig } from "../../config";
 import { AttemptRecorder } from "./attempt-record";
@@ -65,7 +66,7 @@ export class WebhookDispatcher {
   private lastClaim = Number.NEGATIVE_INFINITY;
   private spaced?: Timer;
   private readonly inFlight = new Set<Promise<void>>();
-  private timer?: Timer;
+  private readonly poll: FallbackPoll;
   private running = false;
   private again = false;
   private stopped = true;
@@ -87,6 +88,9 @@ export class WebhookDispatcher {
     this.perEndpoint = options.perEndpoint ?? 64;
     this.capacity = options.inFlight ?? 512;
     this.pollMs = options.pollMs ?? 1000;
+    // Issue 38: the poll is a fallback (a commit and a NOTIFY wake it; its own retries wake it at
+    // their time): idle, it waits up to 8 polls' time.
+    this.poll = new FallbackPoll(() => this.wake("poll"), this.pollMs, 8 * this.pollMs);
     this.claimSpacingMs = options.claimSpacingMs ?? 10;
     // Every commit of order events wakes the dispatcher; with no endpoint to deliver to (a burst
     // of payments in a shop without webhooks) a claim 100 times a second would be pure load.
@@ -102,7 +106,7 @@ export class WebhookDispatcher {
 
   start() {
     this.stopped = false;
-    this.timer = setInterval(() => this.wake("poll"), this.pollMs);
+    this.poll.start();
     this.notified.start();
     this.kick();
   }
@@ -150,7 +154,7 @@ export class WebhookDispatcher {
    */
   async stop(graceMs = 5000) {
     this.stopped = true;
-    clearInterval(this.timer);
+    this.poll.stop();
     // Forgotten, not only cleared: `kick` waits while `spaced` is set, so a dispatcher started
     // again after a stop that cut a spaced claim short would never claim again. Started again, it
     // claims at once.
@@ -173,6 +177,7 @@ export class WebhookDispatcher {
     if (room <= 0) return;
     const claimed = await this.claim(room);
     this.flowing = claimed.length > 0;
+    if (this.flowing) this.poll.busy();
     for (const delivery of claimed) {
       // X2 (v5): an attempt that fails outside what `attempt` records (say its log line) is left
       // to its lease like one whose record was lost: logged here, never an unhandled rejection.
@@ -301,6 +306,8 @@ export class WebhookDispatcher {
       return "unrecorded";
     });
     metrics.attempted(outcome, result.durationMs / 1000);
+    // H3: this process's own retry is claimed when it is due, however long the idle poll waits.
+    if (outcome === "retrying") this.poll.wakeIn(config.retrySchedule[delivery.attempts] * 1000);
     logger.info("webhook attempt", {
       delivery_id: delivery.id,
       endpoint_id: delivery.endpoint_id,

@@ -1,5 +1,6 @@
 import type { MessageTopology } from "@commerce/shared/contract/messages";
 import type { Sql } from "@commerce/shared/platform/database";
+import { FallbackPoll } from "@commerce/shared/platform/fallback-poll";
 import { describeError, type Logger } from "@commerce/shared/platform/logger";
 import type { Metrics } from "@commerce/shared/platform/metrics";
 import { refundKeyOf } from "../providers";
@@ -53,7 +54,7 @@ export type RefundWorkerDeps = {
  * API, Adyen's is the `REFUND` notification stored by the intake.
  */
 export class RefundWorker {
-  private timer?: ReturnType<typeof setInterval>;
+  private readonly poll: FallbackPoll;
   private running?: Promise<void>;
   private again = false;
   private stopped = false;
@@ -78,6 +79,13 @@ export class RefundWorker {
       circuitThreshold: options.circuitThreshold ?? 5,
       circuitCoolDownMs: options.circuitCoolDownMs ?? 30_000,
     };
+    // Issue 38: the poll is a fallback (a request wakes the worker, and its own retries wake it at
+    // their time): idle, it waits up to 8 polls' time.
+    this.poll = new FallbackPoll(
+      () => this.kick(),
+      this.options.intervalMs,
+      8 * this.options.intervalMs,
+    );
     for (const provider of deps.clients.keys())
       this.circuits.set(
         provider,
@@ -116,7 +124,7 @@ export class RefundWorker {
   }
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), this.options.intervalMs);
+    this.poll.start();
     this.kick();
   }
 
@@ -150,7 +158,7 @@ export class RefundWorker {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    this.poll.stop();
     await this.running;
     // O7: a call in flight is finished and recorded before the database closes.
     await Promise.all(this.inFlight);
@@ -187,6 +195,7 @@ export class RefundWorker {
           });
           this.inFlight.add(attempt);
         }
+        if (due.length > 0) this.poll.busy();
         if (due.length === free) this.again = true;
       } catch (error) {
         this.deps.logger.warn("refund round failed", describeError(error));
@@ -246,6 +255,9 @@ export class RefundWorker {
     try {
       if (await recordStep(this.deps.sql, this.deps.topology, row, step)) {
         this.deps.outboxWritten();
+        // F3: a refund still without its outcome is asked again when its retry is due.
+        if (step.status !== "succeeded" && step.status !== "failed" && step.status !== "unknown")
+          this.poll.wakeIn(step.retryInMs);
         if (step.status === "succeeded" || step.status === "failed" || step.status === "unknown")
           this.settled.inc({ provider: row.provider, outcome: step.status });
       }

@@ -82,23 +82,36 @@ function moveStatement(
       ) as i(order_id, reason, notification_id, traceparent, amount, currency, payment_ref,
         provider, actor, note, refund_id, refund_amount)
     ), movable as (
+      -- Issue 38: each order found by its primary key (a lateral probe, locked in id order),
+      -- and moved by a join to these rows, not to the input: a join of the input to the table
+      -- let the planner scan api.orders whole, once per batch, while it held a few thousand
+      -- rows, so a paid order cost more the more orders the shop had.
       select o.id as order_id, i.notification_id
-      from api.orders o join input i on i.order_id = o.id
-      where o.status = any(${move.from}::text[])
-        and (i.amount is null or (o.amount = i.amount and o.currency = i.currency))
-      order by o.id
-      for update of o
+      from (select * from input order by order_id) i
+      cross join lateral (
+        select o.id from api.orders o
+        where o.id = i.order_id and o.status = any(${move.from}::text[])
+          and (i.amount is null or (o.amount = i.amount and o.currency = i.currency))
+        for update
+      ) o
     ), claimed as (
       ${claim ? claim(sql) : sql`select order_id from movable`}
-    ), moved as (
+    ), updated as (
       update api.orders o set status = ${move.to}::text,
         ${sql(movedAt[move.to])} = pg_catalog.clock_timestamp(),
         expires_at = null,
-        cancel_reason = ${move.to === "cancelled" ? sql`i.reason` : sql`o.cancel_reason`}
-      from claimed c join input i on i.order_id = c.order_id
-      where o.id = c.order_id
-      returning o.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
+        cancel_reason = ${
+          move.to === "cancelled"
+            ? sql`(select i.reason from input i where i.order_id = o.id)`
+            : sql`o.cancel_reason`
+        }
+      from movable m
+      where o.id = m.order_id and m.order_id in (select order_id from claimed)
+      returning o.*
+    ), moved as (
+      select u.*, ${move.source}::text as source, i.reason, i.notification_id, i.traceparent,
         i.payment_ref, i.provider, i.actor, i.note, i.refund_id, i.refund_amount
+      from updated u join input i on i.order_id = u.id
     ), ${orderEventWrites(sql, topology, move.to, "moved", "per row")}
     select * from moved`;
 }
