@@ -18,6 +18,7 @@ import {
 } from "../providers/adyen/report";
 import { CsvReader } from "../providers/adyen/report-csv";
 import type { AnnouncedReport, ReportSkip } from "../providers/provider";
+import { reconciliationMetrics } from "./metrics";
 
 export type AdyenReportOptions = {
   /** How often due reports are looked for besides a kick (default 5 s). */
@@ -130,21 +131,11 @@ export class AdyenReports {
       answerWithinMs: 30_000,
       abandonAfterMs: 30_000,
     });
-    this.runs = deps.metrics.counter(
-      "reconciliation_runs_total",
-      "B1, B3: reconciliation runs by provider, kind (events, objects, report) and outcome",
-      ["provider", "kind", "outcome"],
-    );
-    this.found = deps.metrics.counter(
-      "reconciliation_found_total",
-      "B1, B3: provider states no stored notification explained, found by reconciliation and stored",
-      ["provider", "kind"],
-    );
-    this.skipped = deps.metrics.counter(
-      "reconciliation_skipped_total",
-      "B1: reports and report lines not read, by provider and reason (other_mode, other_merchant_account, url_outside_prefix, too_large, malformed_report, malformed_line, ...)",
-      ["provider", "reason"],
-    );
+    ({
+      runs: this.runs,
+      found: this.found,
+      skipped: this.skipped,
+    } = reconciliationMetrics(deps.metrics));
     for (const outcome of ["complete", "failed", "refused"])
       this.runs.inc({ provider, kind, outcome }, 0);
     this.found.inc({ provider, kind }, 0);

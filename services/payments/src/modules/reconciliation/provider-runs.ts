@@ -11,6 +11,7 @@ import type {
   ReconcileSkip,
 } from "../providers/provider";
 import { recordStep, refundOf } from "../refunds/ledger";
+import { reconciliationMetrics } from "./metrics";
 
 export type ProviderRunsDeps = {
   sql: Sql;
@@ -80,21 +81,11 @@ export class ProviderReconciliation {
       answerWithinMs: 15_000,
       abandonAfterMs: 30_000,
     });
-    this.runs = deps.metrics.counter(
-      "reconciliation_runs_total",
-      "B1, B3: reconciliation runs by provider, kind (events, objects, report) and outcome",
-      ["provider", "kind", "outcome"],
-    );
-    this.found = deps.metrics.counter(
-      "reconciliation_found_total",
-      "B1, B3: provider states no stored notification explained, found by reconciliation and stored",
-      ["provider", "kind"],
-    );
-    this.skipped = deps.metrics.counter(
-      "reconciliation_skipped_total",
-      "B1: items of a provider's lists, reports and report lines not read, by provider and reason (other_mode, other_account, no_order, malformed, too_large, page_too_large, ...)",
-      ["provider", "reason"],
-    );
+    ({
+      runs: this.runs,
+      found: this.found,
+      skipped: this.skipped,
+    } = reconciliationMetrics(deps.metrics));
     for (const client of deps.clients)
       for (const kind of Object.keys(client.kinds)) {
         for (const outcome of ["complete", "failed"])
