@@ -186,6 +186,7 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
       );
       const env = deployment?.spec.template.spec.containers[0].env as {
         name: string;
+        value?: string;
         valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
       }[];
       for (const name of [
@@ -201,6 +202,10 @@ describe("X3: deploy/kubernetes renders and validates offline", () => {
           key: expect.any(String),
           optional: true,
         });
+      expect(env.find((e) => e.name === "RECONCILE_INTERVAL_SECONDS")).toEqual({
+        name: "RECONCILE_INTERVAL_SECONDS",
+        value: "300",
+      });
     }
   });
 
