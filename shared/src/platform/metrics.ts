@@ -54,7 +54,10 @@ export class Metrics {
   private readonly reads = new Map<string, () => Promise<number>>();
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry });
+    // Issue 38: prom-client samples the event loop's delay every 10 ms by default, a timer that
+    // alone kept an idle service at ~0.011 cores (most of its idle floor). Every 100 ms still
+    // sees any stall longer than that; the lag gauges mean the same.
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
     // N4: the per-heap-space gauges ask the runtime for heap space statistics on every scrape,
     // about 4 ms of the event loop under Bun, most of a scrape's cost; the heap totals stay.
     for (const name of heapSpaceGauges) this.registry.removeSingleMetric(name);
