@@ -1,10 +1,11 @@
 /**
  * The costs of this round's money work (issue 38, item 6), each measured on a private stack
- * (test/harness/private-stack.ts) whose payments talks to the local Stripe API server
- * (test/harness/providers/stripe-api.ts, in this process) as STRIPE_API_URL:
+ * (test/harness/private-stack.ts) whose payments talks to the local Stripe and Adyen API servers
+ * (test/harness/providers/, in this process) as STRIPE_API_URL and ADYEN_CHECKOUT_URL:
  *
- * - a refund: orders paid through Stripe's webhook, then refunds asked through the api's route as
- *   an admin asks them (`POST /api/orders/{id}/refunds`), one after another and a few in flight;
+ * - a refund: orders paid through Stripe's webhook and Adyen's, then refunds asked through the
+ *   api's route as an admin asks them (`POST /api/orders/{id}/refunds`), one after another and a
+ *   few in flight (Adyen's completes by the REFUND notification its local server sends at once);
  *   from the 202 answer to the api's `orders.refunded` event (the refund `succeeded`), and CPU
  *   per refund of every process from /proc, the idle rate's share taken off;
  * - a reconciliation run: stored notifications written in bulk, Stripe holding the events and
@@ -21,7 +22,14 @@ import { readFileSync } from "node:fs";
 import type { OrderEvent } from "@commerce/shared/contract/messages";
 import { signToken } from "@commerce/testing/basics";
 import type { PrivateStack } from "@commerce/testing/private-stack";
-import { providersEnv } from "@commerce/testing/provider-requests";
+import {
+  adyenBatch,
+  adyenItem,
+  adyenRequest,
+  providersEnv,
+  signedItem,
+} from "@commerce/testing/provider-requests";
+import { startAdyenApi } from "@commerce/testing/providers/adyen-api";
 import { type StripeApi, startStripeApi } from "@commerce/testing/providers/stripe-api";
 import { percentile } from "./order-paid-latency";
 import { type Counters, counters, idleRate, measurePaidCost, unpaidOrders } from "./paid-cost";
@@ -40,16 +48,27 @@ const rssMiB = (pid: number) => {
   return line ? round2(Number(line[1]) / 1024) : Number.NaN;
 };
 
-/** The local Stripe API server, and the services' settings that point payments at it. */
-export async function localStripe() {
+/**
+ * The local Stripe and Adyen API servers, and the services' settings that point payments at them.
+ * Adyen's REFUND notification is sent as soon as its refund is answered (no delay of its own).
+ */
+export async function localProviders() {
   const stripeApi = await startStripeApi();
+  const adyenApi = await startAdyenApi({ notifyAfterMs: 0 });
   const env = {
     ...providersEnv,
     STRIPE_API_KEY: stripeApi.apiKey,
     STRIPE_API_URL: stripeApi.url,
+    ADYEN_API_KEY: adyenApi.apiKey,
+    ADYEN_CHECKOUT_URL: adyenApi.checkoutUrl,
   };
-  return { stripeApi, env };
+  const stop = async () => {
+    await stripeApi.stop();
+    await adyenApi.stop();
+  };
+  return { stripeApi, adyenApi, env, stop };
 }
+export type LocalProviders = Awaited<ReturnType<typeof localProviders>>;
 
 /** What a window cost, divided by `per` (refunds, checks; 1 for a run): servers' counts, CPU. */
 function costOf(before: Counters, after: Counters, per: number, idle?: Processes) {
@@ -98,13 +117,9 @@ async function until<T>(what: string, timeoutMs: number, check: () => Promise<T 
   }
 }
 
-/** `count` orders paid through Stripe's webhook (a PaymentIntent the local Stripe holds). */
-export async function paidThroughStripe(stack: PrivateStack, stripeApi: StripeApi, count: number) {
-  stripeApi.webhookUrl = `${stack.payments.url}/api/webhooks/stripe`;
-  const orders = await unpaidOrders(stack, count);
-  for (const order of orders) await stripeApi.pay(order.order_id, order.amount, "sent");
-  const ids = orders.map((order) => order.order_id);
-  await until("orders paid through Stripe", 60_000, async () => {
+/** Waits until every order of `ids` is paid in the api. */
+async function paidBecome(stack: PrivateStack, ids: number[]) {
+  await until("orders paid", 60_000, async () => {
     const [{ paid }] = await stack.sql<{ paid: number }[]>`
       select count(*)::int as paid, 1 as bench_poll from api.orders
       where id = any(${ids}::bigint[]) and status = 'paid'`;
@@ -113,14 +128,55 @@ export async function paidThroughStripe(stack: PrivateStack, stripeApi: StripeAp
   return ids;
 }
 
+/** `count` orders paid through Stripe's webhook (a PaymentIntent the local Stripe holds). */
+export async function paidThroughStripe(stack: PrivateStack, stripeApi: StripeApi, count: number) {
+  stripeApi.webhookUrl = `${stack.payments.url}/api/webhooks/stripe`;
+  const orders = await unpaidOrders(stack, count);
+  for (const order of orders) await stripeApi.pay(order.order_id, order.amount, "sent");
+  return paidBecome(
+    stack,
+    orders.map((order) => order.order_id),
+  );
+}
+
+/** `count` orders paid through Adyen's AUTHORISATION notification (a payment Adyen holds). */
+export async function paidThroughAdyen(
+  stack: PrivateStack,
+  adyenApi: LocalProviders["adyenApi"],
+  count: number,
+) {
+  adyenApi.webhookUrl = `${stack.payments.url}/api/webhooks/adyen`;
+  const orders = await unpaidOrders(stack, count);
+  for (const order of orders) {
+    const payment = adyenApi.payment(order.amount, "USD", order.order_id);
+    const item = adyenItem(order.order_id, {
+      pspReference: payment.pspReference,
+      amount: { currency: "USD", value: order.amount },
+    });
+    const request = adyenRequest(adyenBatch([signedItem(item)]));
+    const response = await fetch(`${stack.payments.url}/api/webhooks/adyen`, {
+      method: "POST",
+      headers: request.headers,
+      body: await request.text(),
+    });
+    await response.arrayBuffer();
+    if (!response.ok) throw new Error(`Adyen notification answered ${response.status}`);
+  }
+  return paidBecome(
+    stack,
+    orders.map((order) => order.order_id),
+  );
+}
+
 export type RefundCost = ReturnType<typeof costOf> & {
+  provider: string;
   in_flight: number;
   refunds: number;
   lost: number;
   /** From the 202 answer to the api's `orders.refunded` (the refund `succeeded`). */
   succeeded_p50_ms: number;
   succeeded_p99_ms: number;
-  /** This process's CPU per refund: the local Stripe server and the client asking. */
+  /** This process's CPU per refund: the local provider's server and the client asking. */
   bench_cpu_ms: number;
   load_average: string;
 };
@@ -131,6 +187,7 @@ export type RefundCost = ReturnType<typeof costOf> & {
  */
 export async function measureRefunds(
   stack: PrivateStack,
+  provider: string,
   orderIds: number[],
   inFlight: number,
   idle: Processes,
@@ -176,6 +233,7 @@ export async function measureRefunds(
   subscription.unsubscribe();
   latencies.sort((a, b) => a - b);
   return {
+    provider,
     in_flight: inFlight,
     refunds: orderIds.length,
     lost,
@@ -242,6 +300,9 @@ export async function measureReconciliation(
     from generate_series(1, ${older}::int) as g`;
   await stack.sql`analyze payments.notifications`;
   const seedS = round2((performance.now() - seeded) / 1000);
+  // The objects run's window ends a second before the events run's (Stripe's whole seconds): a
+  // PaymentIntent made in the last second would be the next run's.
+  await Bun.sleep(2000);
 
   const [{ since }] = await stack.sql<{ since: string }[]>`select now()::text as since`;
   const listsBefore = stripeApi.listRequests().length;
