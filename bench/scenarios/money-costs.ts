@@ -177,7 +177,7 @@ export function renderMoneyCosts({ refunds, reconciliation: rec, anti_entropy }:
       (run) => `| ${run.kind} | ${run.checked} | ${run.found} | ${run.duration_ms} |`,
     ),
     "",
-    `Both: ${rec.wall_s} s from the first's start to the last's end; ${rec.statements.toLocaleString("en")} statements (${ms(rec.postgres_exec_ms)} ms in PostgreSQL), ${rec.rows_read.toLocaleString("en")} rows read, ${rec.commits} commits, ${rec.list_requests} list requests to Stripe; CPU api / payments / NATS / PostgreSQL ${cpuCells(rec.cpu_ms)} ms, the bench's (Stripe's server) ${ms(rec.bench_cpu_ms)} ms; payments' RSS ${rec.payments_rss_mib.before} → ${rec.payments_rss_mib.after} MiB (load ${rec.load_average}).`,
+    `Both: ${rec.wall_s} s from the first's start to the last's end; ${rec.statements.toLocaleString("en")} statements (${ms(rec.postgres_exec_ms)} ms in PostgreSQL), ${rec.rows_read.toLocaleString("en")} rows read, ${rec.commits} commits, ${rec.list_requests} list requests to Stripe; CPU api / payments / NATS / PostgreSQL ${cpuCells(rec.cpu_ms)} ms, the bench's (Stripe's server) ${ms(rec.bench_cpu_ms)} ms (PostgreSQL's misses parallel workers that exited: read its time in statements); payments' RSS ${rec.payments_rss_mib.before} → ${rec.payments_rss_mib.after} MiB (load ${rec.load_average}).`,
     "",
     `PostgreSQL's time by statement over the runs (µs, calls): ${rec.top_statements
       .slice(0, 4)
