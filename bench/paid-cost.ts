@@ -74,7 +74,8 @@ export async function unpaidOrders(stack: PrivateStack, count: number) {
   });
 }
 
-async function counters(stack: PrivateStack) {
+/** The servers' own counts and every process's CPU ticks now (a window is two of these). */
+export async function counters(stack: PrivateStack) {
   const [database] = await stack.sql<Record<string, string>[]>`
     select xact_commit, tup_returned + tup_fetched as rows_read,
       tup_inserted + tup_updated + tup_deleted as rows_written
@@ -109,7 +110,7 @@ async function counters(stack: PrivateStack) {
     natsOut: varz.out_msgs,
   };
 }
-type Counters = Awaited<ReturnType<typeof counters>>;
+export type Counters = Awaited<ReturnType<typeof counters>>;
 
 /** CPU in cores of each process with no traffic at all, over `seconds`. */
 export async function idleRate(stack: PrivateStack, seconds: number) {

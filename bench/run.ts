@@ -15,6 +15,7 @@
  *   BENCH_ONLY=soak npm run bench      # only the 5-minute soak row (O9; bench/scenarios/soak.ts)
  *   BENCH_ONLY=paid-cost npm run bench     # a paid order's CPU at 50/250/1000 per s (~3 min)
  *   BENCH_ONLY=paid-history npm run bench  # its CPU with 10k/100k/1M orders of history (~8 min)
+ *   BENCH_ONLY=money-costs npm run bench   # a refund, a reconciliation run, the anti-entropy check
  *   npm run bench -- report [dir]      # docs/benchmarks.md's current figures from a saved full run
  *
  * A full run (no BENCH_ONLY) also rewrites docs/benchmarks.md's current figures from its results.
@@ -42,6 +43,7 @@ import { ensureDatabase, ensureWrk, natsUrl, root, running, say, stop } from "./
 import { findPostmaster, type Machine, machine } from "./machine";
 import { burstRow } from "./scenarios/bursts";
 import { fullRun } from "./scenarios/full";
+import { moneyCostsRow } from "./scenarios/money-costs";
 import { ordersRow } from "./scenarios/orders";
 import { pacedWebhooksRow } from "./scenarios/paced-webhooks";
 import { paidCostRow, paidHistoryRow } from "./scenarios/paid-orders";
@@ -88,6 +90,7 @@ async function main() {
   // Issue 38's rows run on private servers of their own.
   if (only === "paid-cost") return report(await paidCostRow());
   if (only === "paid-history") return report(await paidHistoryRow());
+  if (only === "money-costs") return report(await moneyCostsRow());
   setNats(await connect({ servers: natsUrl }));
   await findPostmaster(sql);
   // The test suites leave dead rows behind, and this machine's PostgreSQL runs without
@@ -149,7 +152,7 @@ function report({ files, print }: Outcome) {
 
 async function cleanUp() {
   // Issue 38's rows wrote only to private servers, gone with them.
-  if (only === "paid-cost" || only === "paid-history") return;
+  if (only === "paid-cost" || only === "paid-history" || only === "money-costs") return;
   say("cleaning up: bench orders, notifications, outbox rows and streams");
   for (const table of ["order_items", "order_events"])
     await sql`delete from ${sql("api")}.${sql(table)} where order_id in

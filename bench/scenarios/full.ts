@@ -34,6 +34,7 @@ import { summarise } from "../load";
 import { type Machine, memory } from "../machine";
 import { measureOrderPaidLatency } from "../order-paid-latency";
 import { measureBursts } from "./bursts";
+import { moneyCostsRow } from "./money-costs";
 import { measureOrders } from "./orders";
 import { paidCostRow, paidHistoryRow } from "./paid-orders";
 import { launchFloors, measureReads } from "./reads";
@@ -113,6 +114,8 @@ export async function fullRun(host: Machine): Promise<Outcome> {
   const soak = await soakBench(runDir, serviceCommand, { prefix: prefix.soak });
   say("paid orders (issue 38): their cost by rate and against the history, on private servers");
   const paid = [await paidCostRow(), await paidHistoryRow()];
+  say("money costs (issue 38): a refund, a reconciliation run, the anti-entropy check");
+  const money = await moneyCostsRow();
 
   const results = {
     run: runId,
@@ -153,6 +156,7 @@ export async function fullRun(host: Machine): Promise<Outcome> {
     renderSoak(soak),
     "",
     ...paid.map((row) => `${row.print}\n`),
+    `${money.print}\n`,
   ].join("\n");
   return {
     files: {
@@ -161,6 +165,7 @@ export async function fullRun(host: Machine): Promise<Outcome> {
       "results.md": report,
       ...paid[0].files,
       ...paid[1].files,
+      ...money.files,
     },
     print: report,
   };
