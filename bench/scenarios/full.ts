@@ -15,10 +15,12 @@ import {
   runId,
   serviceCommand,
   settings,
+  sql,
   startApi,
 } from "../context";
 import { commitOf } from "../current-figures";
 import { catalog, placeOrders, writeDataFiles } from "../data";
+import { readDurability } from "../durability";
 import {
   customers,
   databaseUrl,
@@ -36,6 +38,7 @@ import { measureOrderPaidLatency } from "../order-paid-latency";
 import { measureBursts } from "./bursts";
 import { measureOrders } from "./orders";
 import { paidCostRow, paidHistoryRow } from "./paid-orders";
+import { paidSustainedRow } from "./paid-sustained";
 import { launchFloors, measureReads } from "./reads";
 import { render } from "./report";
 import { renderScale, scaleBench } from "./scale";
@@ -45,6 +48,8 @@ import { measureWebhookIntake } from "./webhook-intake";
 
 export async function fullRun(host: Machine): Promise<Outcome> {
   const nc = connectedNats();
+  // The main stack's servers: the machine's PostgreSQL and nats-server (no monitoring port).
+  const durability = await readDurability(sql, { version: nc.info?.version ?? "unknown" });
   const { api, productIds } = await startApi();
   const payments = await launch("payments", serviceCommand("payments"), paymentsEnv(prefix.main));
 
@@ -111,8 +116,8 @@ export async function fullRun(host: Machine): Promise<Outcome> {
   const scale = await scaleBench(serviceCommand("api"), runDir);
   say("soak (O9): 5 minutes of steady mixed load on both services");
   const soak = await soakBench(runDir, serviceCommand, { prefix: prefix.soak });
-  say("paid orders (issue 38): their cost by rate and against the history, on private servers");
-  const paid = [await paidCostRow(), await paidHistoryRow()];
+  say("paid orders (issue 38): cost by rate, against the history, sustained; private servers");
+  const paid = [await paidCostRow(), await paidHistoryRow(), await paidSustainedRow()];
 
   const results = {
     run: runId,
@@ -145,6 +150,7 @@ export async function fullRun(host: Machine): Promise<Outcome> {
     log_lines: logLines,
     scale,
     soak,
+    durability,
   };
   const report = [
     render(results),
@@ -161,6 +167,7 @@ export async function fullRun(host: Machine): Promise<Outcome> {
       "results.md": report,
       ...paid[0].files,
       ...paid[1].files,
+      ...paid[2].files,
     },
     print: report,
   };

@@ -11,6 +11,7 @@ import { writePaidHistory } from "@commerce/testing/paid-history";
 import { type PrivateStack, startPrivateStack } from "@commerce/testing/private-stack";
 import type { Outcome } from "../context";
 import { runDir, settings } from "../context";
+import { type Durability, durabilityOf, renderDurability } from "../durability";
 import { ms, verdict } from "../format";
 import { say } from "../harness";
 import { idleRate, measurePaidCost, type PaidCost, unpaidOrders } from "../paid-cost";
@@ -23,7 +24,10 @@ const historySizes = (process.env.BENCH_PAID_HISTORY ?? "10000,100000,1000000")
 /** Seconds of payments at each rate: the rate's orders are created beforehand. */
 const secondsAt = (rate: number) => (rate <= 50 ? 10 : rate <= 250 ? 8 : 3);
 
-async function withStack<T>(name: string, run: (stack: PrivateStack) => Promise<T>): Promise<T> {
+export async function withStack<T>(
+  name: string,
+  run: (stack: PrivateStack) => Promise<T>,
+): Promise<T> {
   const dir = `${runDir}/${name}`;
   await Bun.$`mkdir -p ${dir}`;
   const stack = await startPrivateStack(dir, { fromSources: settings.useSources });
@@ -45,6 +49,7 @@ export async function paidCostRow(): Promise<Outcome> {
     const idle = await idleRate(stack, 20);
     await warmUp(stack, idle);
     const runs: PaidCost[] = [];
+    const durability = await durabilityOf(stack);
     for (const rate of rates) {
       const orders = await unpaidOrders(stack, rate * secondsAt(rate));
       await Bun.sleep(2000);
@@ -55,16 +60,21 @@ export async function paidCostRow(): Promise<Outcome> {
       );
       runs.push(run);
     }
-    return { idle, runs };
+    return { durability, idle, runs };
   });
-  return { files: { "paid-cost.json": results }, print: renderPaidCost(results.runs) };
+  return {
+    files: { "paid-cost.json": results },
+    print: `${renderDurability(results.durability)}\n${renderPaidCost(results.runs)}`,
+  };
 }
 
 export async function paidHistoryRow(): Promise<Outcome> {
   const runs: (PaidCost & { history: number; seed_s: number })[] = [];
+  let durability: Durability | undefined;
   for (const size of historySizes)
     runs.push(
       await withStack(`paid-history-${size}`, async (stack) => {
+        durability ??= await durabilityOf(stack);
         say(`paid history: writing ${size} orders of history`);
         const seeded = performance.now();
         await writePaidHistory(stack.sql, size);
@@ -81,7 +91,10 @@ export async function paidHistoryRow(): Promise<Outcome> {
         return { ...run, history: size, seed_s: seedS };
       }),
     );
-  return { files: { "paid-history.json": runs }, print: renderPaidHistory(runs) };
+  return {
+    files: { "paid-history.json": { durability, runs } },
+    print: `${durability ? renderDurability(durability) : ""}\n${renderPaidHistory(runs)}`,
+  };
 }
 
 const cpuCells = (run: PaidCost) =>
