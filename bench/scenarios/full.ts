@@ -1,6 +1,8 @@
 /**
  * `npm run bench` without BENCH_ONLY: every row in one run, on one main stack (api and payments),
- * then the scale and soak rows on processes of their own; one results.json and results.md.
+ * then the scale and soak rows on processes of their own, then issue 38's rows on private servers
+ * (paid cost, paid history, paid sustained); one results.json and results.md, which starts with
+ * the main stack's durability block (bench/durability.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { messageTopology } from "@commerce/shared/contract/messages";

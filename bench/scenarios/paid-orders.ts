@@ -5,6 +5,9 @@
  *   BENCH_ONLY=paid-cost npm run bench     # a paid order's cost at 50, 250 and 1,000 payments/s
  *   BENCH_ONLY=paid-history npm run bench  # its cost with 10k, 100k and 1M orders of history
  *
+ * (The sustained row, 1,000/s for 10 minutes, is ./paid-sustained.ts.) Each report starts with
+ * the private stack's durability block (../durability.ts).
+ *
  * BENCH_PAID_RATES (e.g. "50") and BENCH_PAID_HISTORY (e.g. "10000,100000") pick fewer.
  */
 import { writePaidHistory } from "@commerce/testing/paid-history";

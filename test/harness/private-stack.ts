@@ -1,8 +1,10 @@
 /**
  * A stack of its own (issue 38's rows and the paid path's plans): a private PostgreSQL (with
- * pg_stat_statements, fsync on as deployed) and a private nats-server (with its monitoring port,
- * for `/varz`), the api and payments against them, and a webhook endpoint subscribed to every
- * order event, answered 204 by a receiver in this process. Nothing else runs against either
+ * pg_stat_statements, fsync and synchronous commit on as deployed) and a private nats-server (with
+ * its monitoring port, for `/varz`; JetStream's `sync_interval: always` as deployed when the
+ * binary is 2.10 or later, 2.9 cannot), the api and payments against them, and a webhook
+ * endpoint subscribed to every order event, answered 204 by a receiver in this process, which
+ * tells `onDelivery` listeners each delivery's event and order. Nothing else runs against either
  * server, so every statement, commit, WAL fsync, NATS message and CPU tick they count is the
  * path's own.
  */
