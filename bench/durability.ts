@@ -91,8 +91,8 @@ export function renderDurability(d: Durability): string {
   if (d.shipped.nats_sync_interval === "always" && !d.nats.sync_always)
     missing.push(
       knowsSyncInterval(d.nats.version)
-        ? "JetStream's `sync_interval: always` (deploy/nats.conf) was not in force on the bench's NATS: acknowledged messages were not fsynced first"
-        : `JetStream's \`sync_interval: always\` (deploy/nats.conf): the bench's nats-server ${d.nats.version} cannot run it (unknown before 2.10), so these figures do not include JetStream's fsync per message`,
+        ? "JetStream's `sync_interval: always` (deploy/nats.conf) was not in force: no figure includes JetStream's fsync per message"
+        : `JetStream's \`sync_interval: always\` (deploy/nats.conf): nats-server ${d.nats.version} cannot run it (2.10+), so no figure includes JetStream's fsync per message`,
     );
   if (d.postgres.synchronous_commit !== d.shipped.synchronous_commit)
     missing.push(
@@ -101,12 +101,12 @@ export function renderDurability(d: Durability): string {
   if (d.postgres.fsync !== "on") missing.push("PostgreSQL's fsync is off here, on as shipped");
   if (d.shipped.synchronous_standbys > d.postgres.synchronous_standbys)
     missing.push(
-      `the Kubernetes cluster's ${d.shipped.synchronous_standbys} synchronous standby (deploy/kubernetes/base/postgres.yaml): the bench runs one PostgreSQL, so a commit here waits for the local disk only (compose ships one server, as here)`,
+      `Kubernetes' ${d.shipped.synchronous_standbys} synchronous standby (deploy/kubernetes/base/postgres.yaml): one PostgreSQL here (as compose ships), a commit waits for the local disk only`,
     );
   return [
     "**Durability** (read from the servers at run time):",
     "",
-    `- PostgreSQL: synchronous_commit ${d.postgres.synchronous_commit}, fsync ${d.postgres.fsync} (${d.postgres.wal_sync_method}), ${d.postgres.synchronous_standbys} synchronous standbys. (The outbox relays mark rows published with synchronous_commit off by design; every other commit waits for the disk.)`,
+    `- PostgreSQL: synchronous_commit ${d.postgres.synchronous_commit}, fsync ${d.postgres.fsync} (${d.postgres.wal_sync_method}), ${d.postgres.synchronous_standbys} synchronous standbys (the outbox relays' marks commit asynchronously by design).`,
     `- NATS ${d.nats.version}: JetStream fsync ${d.nats.sync} (from ${d.nats.source}).`,
     `- Shipped: JetStream sync_interval ${d.shipped.nats_sync_interval}; PostgreSQL synchronous_commit ${d.shipped.synchronous_commit}, ${d.shipped.synchronous_standbys} synchronous standby on Kubernetes.`,
     missing.length > 0

@@ -12,8 +12,9 @@
  * Each order's times: sent, accepted (the 200), paid (`orders.paid` on NATS), told (the stack's
  * receiver got its `orders.paid` webhook). Every `bucketS` seconds the row samples CPU of every
  * process, the api's and payments' RSS, the bench process's own CPU (the sender, and the
- * receiver and subscription it also runs) and the backlog (accepted, not yet paid). Sending stops
- * at the end; the row then drains until every accepted order is paid and told, or a deadline.
+ * receiver and subscription it also runs) and the backlog (sent, not yet paid: answered or not).
+ * Sending stops on the clock: what still waits in the sender's queue then is dropped, never sent
+ * (and counted); the row drains until every accepted order is paid and told, or a deadline.
  */
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
@@ -31,7 +32,7 @@ type Sample = {
   rss: ReturnType<PrivateStack["rss"]>;
   bench_cpu_us: number;
   backlog: number;
-  in_flight: number;
+  unanswered: number;
   queued: number;
 };
 
@@ -47,9 +48,9 @@ export type SustainedBucket = {
   paid_p99_ms: number;
   told_p50_ms: number;
   told_p99_ms: number;
-  /** At the bucket's end: accepted, not yet paid; requests sent, not yet answered. */
+  /** At the bucket's end: sent, not yet paid; of them, not yet answered. */
   backlog: number;
-  in_flight: number;
+  unanswered: number;
   /** Of those in flight, waiting in the sender for a free connection. */
   queued: number;
   rss_api_mib: number;
@@ -69,6 +70,8 @@ export type Sustained = {
   sent: number;
   accepted: number;
   refused: number;
+  /** Waiting in the sender's queue when sending stopped: never sent. */
+  dropped: number;
   paid: number;
   told: number;
   /** Accepted but not paid by the drain's deadline. */
@@ -77,6 +80,9 @@ export type Sustained = {
   /** Orders paid while sending, a second: the rate the machine held. */
   held_per_s: number;
   backlog_at_end_of_sending: number;
+  /** Sent (on the clock) → paid, which includes the wait in the sender's queue. */
+  sent_paid_p50_ms: number;
+  sent_paid_p99_ms: number;
   drained_s: number;
   drain_deadline_s: number;
   /** The sender's worst lateness against its clock, ms. */
@@ -169,6 +175,12 @@ export async function keepAliveClient(url: string, connections: number) {
     },
     /** Requests waiting for a free connection. */
     queued: () => queue.length - head,
+    /** The waiting requests are answered -1 and never sent. */
+    drop() {
+      const dropped = queue.slice(head);
+      [queue, head] = [[], 0];
+      for (const request of dropped) request.done(-1);
+    },
     close() {
       closing = true;
       for (const socket of sockets) socket.destroy();
@@ -203,7 +215,7 @@ export async function measureSustained(
   const acceptedAt = times();
   const paidAt = times();
   const toldAt = times();
-  const count = { accepted: 0, refused: 0, paid: 0, told: 0, inFlight: 0 };
+  const count = { sent: 0, accepted: 0, refused: 0, dropped: 0, paid: 0, told: 0, inFlight: 0 };
 
   const subscription = stack.nc.subscribe(stack.topology.orders.event("paid"));
   void (async () => {
@@ -249,8 +261,8 @@ export async function measureSustained(
       ticks: stack.ticks(),
       rss: stack.rss(),
       bench_cpu_us: benchCpuUs(),
-      backlog: count.accepted - count.paid,
-      in_flight: count.inFlight,
+      backlog: count.sent - count.paid,
+      unanswered: count.inFlight,
       queued: client.queued(),
     });
   sample();
@@ -272,17 +284,20 @@ export async function measureSustained(
     const now = performance.now();
     lateMax = Math.max(lateMax, now - due);
     sentAt[i] = now;
+    count.sent++;
     count.inFlight++;
     const request = signed[i % chunk];
     client.post({ "x-signature": request.signature }, request.body).then((status) => {
       if (status === 200) {
         acceptedAt[i] = performance.now();
         count.accepted++;
-      } else count.refused++;
+      } else if (status === -1) count.dropped++;
+      else count.refused++;
       count.inFlight--;
     });
   }
   const sendingEnded = performance.now();
+  client.drop();
   // The last bucket ends with the sending, however long it was.
   clearInterval(sampler);
   sample();
@@ -303,7 +318,7 @@ export async function measureSustained(
 
   const sendingS = (sendingEnded - started) / 1000;
   const buckets = bucketsOf(samples.slice(0, -1), started, { sentAt, acceptedAt, paidAt, toldAt });
-  const all = latencies(acceptedAt, paidAt, toldAt, () => true);
+  const all = latencies({ sentAt, acceptedAt, paidAt, toldAt }, () => true);
   const lost = countWhere(n, (i) => !Number.isNaN(acceptedAt[i]) && Number.isNaN(paidAt[i]));
   const untold = countWhere(n, (i) => !Number.isNaN(acceptedAt[i]) && Number.isNaN(toldAt[i]));
   const first = samples[1] ?? endOfSending;
@@ -315,12 +330,15 @@ export async function measureSustained(
     sent: countWhere(n, (i) => !Number.isNaN(sentAt[i])),
     accepted: count.accepted,
     refused: count.refused,
+    dropped: count.dropped,
     paid: count.paid,
     told: count.told,
     lost,
     untold,
     held_per_s: round2(paidWhileSending / sendingS),
     backlog_at_end_of_sending: endOfSending.backlog,
+    sent_paid_p50_ms: round2(all.sentPaid(0.5)),
+    sent_paid_p99_ms: round2(all.sentPaid(0.99)),
     drained_s: round2(drainedS),
     drain_deadline_s: drainS,
     sender_late_max_ms: round2(lateMax),
@@ -345,22 +363,23 @@ const countWhere = (n: number, test: (i: number) => boolean) => {
 
 /** accepted → paid and accepted → told percentiles of the orders `pick` keeps. */
 function latencies(
-  acceptedAt: Float64Array,
-  paidAt: Float64Array,
-  toldAt: Float64Array,
+  t: Record<"sentAt" | "acceptedAt" | "paidAt" | "toldAt", Float64Array>,
   pick: (i: number) => boolean,
 ) {
+  const { sentAt, acceptedAt, paidAt, toldAt } = t;
   const paid: number[] = [];
   const told: number[] = [];
+  const sentPaid: number[] = [];
   for (let i = 0; i < acceptedAt.length; i++) {
     if (Number.isNaN(acceptedAt[i]) || !pick(i)) continue;
     // The `orders.paid` may come before the sender has read its 200: that counts as 0.
     if (!Number.isNaN(paidAt[i])) paid.push(Math.max(0, paidAt[i] - acceptedAt[i]));
     if (!Number.isNaN(toldAt[i])) told.push(Math.max(0, toldAt[i] - acceptedAt[i]));
+    if (!Number.isNaN(paidAt[i])) sentPaid.push(paidAt[i] - sentAt[i]);
   }
-  paid.sort((a, b) => a - b);
-  told.sort((a, b) => a - b);
+  for (const list of [paid, told, sentPaid]) list.sort((a, b) => a - b);
   return {
+    sentPaid: (q: number) => percentile(sentPaid, q),
     paid: (q: number) => percentile(paid, q),
     told: (q: number) => percentile(told, q),
   };
@@ -383,12 +402,7 @@ function bucketsOf(
       0,
     );
     const seconds = end.at_s - start.at_s;
-    const l = latencies(
-      t.acceptedAt,
-      t.paidAt,
-      t.toldAt,
-      (i) => t.acceptedAt[i] >= from && t.acceptedAt[i] < to,
-    );
+    const l = latencies(t, (i) => t.acceptedAt[i] >= from && t.acceptedAt[i] < to);
     return {
       from_s: round2(start.at_s),
       to_s: round2(end.at_s),
@@ -401,7 +415,7 @@ function bucketsOf(
       told_p50_ms: round2(l.told(0.5)),
       told_p99_ms: round2(l.told(0.99)),
       backlog: end.backlog,
-      in_flight: end.in_flight,
+      unanswered: end.unanswered,
       queued: end.queued,
       rss_api_mib: end.rss.api,
       rss_payments_mib: end.rss.payments,

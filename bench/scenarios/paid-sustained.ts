@@ -69,16 +69,16 @@ export function renderPaidSustained(run: Sustained): string {
   return [
     "### Paid orders sustained (issue 38)",
     "",
-    `${run.orders.toLocaleString("en")} orders created beforehand, paid by signed notifications from an open loop at ${run.rate_per_s}/s for ${run.seconds} s over ${connections} keep-alive connections on a private stack; then a drain of at most ${run.drain_deadline_s} s. Per ${unit}: counts in it, latencies of the orders accepted in it, backlog (accepted, not yet paid) and RSS at its end, CPU of api + payments + NATS + PostgreSQL per order paid in it, the bench process's CPU (sender, receiver, subscription) per order sent. Load average ${run.load_average.start} at the start, ${run.load_average.end} at the end.`,
+    `${run.orders.toLocaleString("en")} orders created beforehand, paid by signed notifications from an open loop at ${run.rate_per_s}/s for ${run.seconds} s over ${connections} keep-alive connections on a private stack; then a drain of at most ${run.drain_deadline_s} s. Per ${unit}: counts in it, latencies of the orders accepted in it, backlog (sent, not yet paid; of it, not yet answered, and waiting in the sender for a connection) and RSS at its end, CPU of api + payments + NATS + PostgreSQL per order paid in it, the bench process's CPU (sender, receiver, subscription) per order sent. Load average ${run.load_average.start} at the start, ${run.load_average.end} at the end.`,
     "",
-    "| s | sent | accepted | paid | told | → paid p50 / p99 ms | → told p50 / p99 ms | backlog | in flight (queued) | RSS api / payments MiB | CPU ms / paid | cores | bench µs / sent |",
-    "|---|---:|---:|---:|---:|---|---|---:|---:|---|---:|---:|---:|",
+    "| s | sent | accepted | paid | told | → paid p50 / p99 ms | → told p50 / p99 ms | backlog: sent, not paid (not answered; queued) | RSS api / payments MiB | CPU ms / paid | cores | bench µs / sent |",
+    "|---|---:|---:|---:|---:|---|---|---|---|---:|---:|---:|",
     ...run.buckets.map(
       (b) =>
-        `| ${Math.round(b.from_s)}-${Math.round(b.to_s)} | ${b.sent} | ${b.accepted} | ${b.paid} | ${b.told} | ${ms(b.paid_p50_ms)} / ${ms(b.paid_p99_ms)} | ${ms(b.told_p50_ms)} / ${ms(b.told_p99_ms)} | ${b.backlog} | ${b.in_flight} (${b.queued}) | ${b.rss_api_mib} / ${b.rss_payments_mib} | ${ms(b.cpu_ms_per_paid)} | ${ms(b.cores_busy)} | ${b.bench_cpu_us_per_sent} |`,
+        `| ${Math.round(b.from_s)}-${Math.round(b.to_s)} | ${b.sent} | ${b.accepted} | ${b.paid} | ${b.told} | ${ms(b.paid_p50_ms)} / ${ms(b.paid_p99_ms)} | ${ms(b.told_p50_ms)} / ${ms(b.told_p99_ms)} | ${b.backlog} (${b.unanswered}; ${b.queued}) | ${b.rss_api_mib} / ${b.rss_payments_mib} | ${ms(b.cpu_ms_per_paid)} | ${ms(b.cores_busy)} | ${b.bench_cpu_us_per_sent} |`,
     ),
     "",
-    `Held: ${run.held_per_s} paid orders a second while sending at ${run.rate_per_s}/s; backlog ${run.backlog_at_end_of_sending} when sending stopped, drained ${ms(run.drained_s)} s after (deadline ${run.drain_deadline_s} s). Sent ${run.sent}, accepted ${run.accepted}, refused or failed ${run.refused}, paid ${run.paid}, told ${run.told}; the sender's worst lateness against its clock ${ms(run.sender_late_max_ms)} ms.`,
+    `Held: ${run.held_per_s} paid orders a second while sending at ${run.rate_per_s}/s; backlog ${run.backlog_at_end_of_sending} when sending stopped, drained ${ms(run.drained_s)} s after (deadline ${run.drain_deadline_s} s). Sent on the clock ${run.sent}, accepted ${run.accepted}, refused or failed ${run.refused}, still queued in the sender when sending stopped (dropped, never sent) ${run.dropped}, paid ${run.paid}, told ${run.told}. Sent → paid (with the wait in the sender's queue) p50 ${ms(run.sent_paid_p50_ms)} / p99 ${ms(run.sent_paid_p99_ms)} ms; the sender's worst lateness against its clock ${ms(run.sender_late_max_ms)} ms.`,
     "",
     "| goal | target | measured | verdict |",
     "|---|---|---|---|",
@@ -86,7 +86,7 @@ export function renderPaidSustained(run: Sustained): string {
     `| sustained: accepted → receiver told p99 | ≤ ${goals.toldP99} ms | ${ms(run.told_p99_ms)} ms (p50 ${ms(run.told_p50_ms)}) | ${verdict(run.told_p99_ms <= goals.toldP99)} |`,
     `| sustained: lost (accepted, not paid within the drain) | 0 | ${run.lost} (not told: ${run.untold}) | ${verdict(run.lost === 0)} |`,
     `| sustained: memory flat (RSS at the end within ${goals.rssGrowth}× of the first ${unit}'s end) | ≤ ${goals.rssGrowth}× | api ${run.rss_mib.api.first_bucket} → ${run.rss_mib.api.end} MiB, payments ${run.rss_mib.payments.first_bucket} → ${run.rss_mib.payments.end} MiB | ${verdict(memoryFlat)} |`,
-    `| sustained: the rate held (backlog when sending stopped ≤ one second of it) | ${run.rate_per_s}/s | ${run.held_per_s}/s, backlog ${run.backlog_at_end_of_sending} | ${verdict(run.backlog_at_end_of_sending <= run.rate_per_s)} |`,
+    `| sustained: the rate held (sent, not paid when sending stopped ≤ one second of it) | ${run.rate_per_s}/s | ${run.held_per_s}/s, backlog ${run.backlog_at_end_of_sending} | ${verdict(run.backlog_at_end_of_sending <= run.rate_per_s)} |`,
     "",
   ].join("\n");
 }
