@@ -297,10 +297,10 @@ export async function measureSustained(
     });
   }
   const sendingEnded = performance.now();
-  client.drop();
   // The last bucket ends with the sending, however long it was.
   clearInterval(sampler);
   sample();
+  client.drop();
   const endOfSending = samples[samples.length - 1];
   const paidWhileSending = count.paid;
 

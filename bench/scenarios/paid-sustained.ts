@@ -69,9 +69,9 @@ export function renderPaidSustained(run: Sustained): string {
   return [
     "### Paid orders sustained (issue 38)",
     "",
-    `${run.orders.toLocaleString("en")} orders created beforehand, paid by signed notifications from an open loop at ${run.rate_per_s}/s for ${run.seconds} s over ${connections} keep-alive connections on a private stack; then a drain of at most ${run.drain_deadline_s} s. Per ${unit}: counts in it, latencies of the orders accepted in it, backlog (sent, not yet paid; of it, not yet answered, and waiting in the sender for a connection) and RSS at its end, CPU of api + payments + NATS + PostgreSQL per order paid in it, the bench process's CPU (sender, receiver, subscription) per order sent. Load average ${run.load_average.start} at the start, ${run.load_average.end} at the end.`,
+    `${run.orders.toLocaleString("en")} orders created beforehand, paid by signed notifications from an open loop at ${run.rate_per_s}/s for ${run.seconds} s over ${connections} keep-alive connections on a private stack; then a drain of at most ${run.drain_deadline_s} s. Per ${unit}: counts in it, latencies of the orders accepted in it, backlog (sent, not yet paid; of it, not yet answered; of those, waiting in the sender for a connection) and RSS at its end, CPU of api + payments + NATS + PostgreSQL per order paid in it, the bench process's CPU (sender, receiver, subscription) per order sent. Load average ${run.load_average.start} at the start, ${run.load_average.end} at the end.`,
     "",
-    "| s | sent | accepted | paid | told | → paid p50 / p99 ms | → told p50 / p99 ms | backlog: sent, not paid (not answered; queued) | RSS api / payments MiB | CPU ms / paid | cores | bench µs / sent |",
+    "| s | sent | accepted | paid | told | → paid p50 / p99 ms | → told p50 / p99 ms | backlog: sent, not paid (not answered; of them queued) | RSS api / payments MiB | CPU ms / paid | cores | bench µs / sent |",
     "|---|---:|---:|---:|---:|---|---|---|---|---:|---:|---:|",
     ...run.buckets.map(
       (b) =>
