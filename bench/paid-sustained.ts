@@ -372,9 +372,11 @@ function latencies(
   const sentPaid: number[] = [];
   for (let i = 0; i < acceptedAt.length; i++) {
     if (Number.isNaN(acceptedAt[i]) || !pick(i)) continue;
-    // The `orders.paid` may come before the sender has read its 200: that counts as 0.
-    if (!Number.isNaN(paidAt[i])) paid.push(Math.max(0, paidAt[i] - acceptedAt[i]));
-    if (!Number.isNaN(toldAt[i])) told.push(Math.max(0, toldAt[i] - acceptedAt[i]));
+    // The `orders.paid` may come before the sender has read its 200: that counts as 0. One
+    // not paid (or told) by the drain's deadline counts as infinitely late.
+    const late = (at: number) => (Number.isNaN(at) ? Infinity : Math.max(0, at - acceptedAt[i]));
+    paid.push(late(paidAt[i]));
+    told.push(late(toldAt[i]));
     if (!Number.isNaN(paidAt[i])) sentPaid.push(paidAt[i] - sentAt[i]);
   }
   for (const list of [paid, told, sentPaid]) list.sort((a, b) => a - b);
