@@ -80,7 +80,7 @@ export class PrivateNats {
     if (this.options.include)
       config.push(`include "${relative(this.storeDir, this.options.include)}"`);
     if (this.options.syncAlways && knowsSyncInterval(natsServerVersion()))
-      config.push(`jetstream { store_dir: "${this.storeDir}", sync_interval: always }`);
+      config.push("jetstream { sync_interval: always }");
     if (config.length > 0) {
       const file = join(this.storeDir, "nats.conf");
       writeFileSync(file, `${config.join("\n")}\n`);
