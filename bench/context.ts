@@ -22,7 +22,7 @@ export const settings = {
   rounds: Number(process.env.BENCH_ROUNDS ?? 3),
   latencyCount: Number(process.env.BENCH_LATENCY_COUNT ?? 1000),
   burstCount: Number(process.env.BENCH_BURST_COUNT ?? 1000),
-  burstRounds: 2,
+  burstRounds: 3,
   burstInFlight: 32,
   useSources: process.env.BENCH_SOURCES === "1",
   keepLogs: process.env.BENCH_KEEP === "1",

@@ -1,6 +1,8 @@
 /**
- * The burst row (M5): `burstRounds` bursts of `burstCount` notifications, `burstInFlight` at a
- * time, each paying orders placed just before; one burst is measured by ../burst.ts.
+ * The burst row (M5): `burstRounds` (3) bursts of `burstCount` notifications, `burstInFlight` at
+ * a time, each paying orders placed just before; one burst is measured by ../burst.ts. Its two
+ * p99s (accepted → paid, webhook accept) are in goal only when they are in every run (issue 38:
+ * 3 of 3).
  *
  *   BENCH_ONLY=burst npm run bench     # the burst row alone
  */
@@ -92,8 +94,18 @@ export const burstRows = (bursts: BurstResult[]) => [
   "",
 ];
 
-export const burstGoals = (bursts: BurstResult[]) => [
-  `| burst: accepted → orders.paid p99, each run | ≤ 100 ms | ${bursts.map((b) => `${ms(b.paid_p99_ms)} ms`).join(", ")} | ${verdict(bursts.every((b) => b.paid_p99_ms <= 100 && b.lost === 0))} |`,
-  `| burst: backlog at 0 after the last 200, each run | ≤ 1000 ms | ${bursts.map((b) => `${ms(b.drained_after_ms)} ms`).join(", ")} | ${verdict(bursts.every((b) => b.drained_after_ms <= 1000))} |`,
-  `| burst: webhook accept p99, each run | ≤ 50 ms | ${bursts.map((b) => `${ms(b.webhook_p99_ms)} ms`).join(", ")} | ${verdict(bursts.every((b) => b.webhook_p99_ms <= 50))} |`,
-];
+/** How many runs kept `inGoal`, as "k of n". */
+const inGoal = (bursts: BurstResult[], test: (b: BurstResult) => boolean) =>
+  `in goal in ${bursts.filter(test).length} of ${bursts.length} runs`;
+
+/** Issue 38: the burst's two p99s (accepted → paid, webhook accept) in goal in every run (3 of 3). */
+export const burstGoals = (bursts: BurstResult[]) => {
+  const paid = (b: BurstResult) => b.paid_p99_ms <= 100 && b.lost === 0;
+  const drained = (b: BurstResult) => b.drained_after_ms <= 1000;
+  const webhook = (b: BurstResult) => b.webhook_p99_ms <= 50;
+  return [
+    `| burst: accepted → orders.paid p99, each run | ≤ 100 ms, none lost, ${bursts.length} of ${bursts.length} runs | ${bursts.map((b) => `${ms(b.paid_p99_ms)} ms`).join(", ")}: ${inGoal(bursts, paid)} | ${verdict(bursts.every(paid))} |`,
+    `| burst: backlog at 0 after the last 200, each run | ≤ 1000 ms, ${bursts.length} of ${bursts.length} runs | ${bursts.map((b) => `${ms(b.drained_after_ms)} ms`).join(", ")}: ${inGoal(bursts, drained)} | ${verdict(bursts.every(drained))} |`,
+    `| burst: webhook accept p99, each run | ≤ 50 ms, ${bursts.length} of ${bursts.length} runs | ${bursts.map((b) => `${ms(b.webhook_p99_ms)} ms`).join(", ")}: ${inGoal(bursts, webhook)} | ${verdict(bursts.every(webhook))} |`,
+  ];
+};

@@ -1,6 +1,8 @@
 /**
  * `npm run bench` without BENCH_ONLY: every row in one run, on one main stack (api and payments),
- * then the scale and soak rows on processes of their own; one results.json and results.md.
+ * then the scale and soak rows on processes of their own, then issue 38's rows on private servers
+ * (paid cost, paid history, paid sustained); one results.json and results.md, which starts with
+ * the main stack's durability block (bench/durability.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { messageTopology } from "@commerce/shared/contract/messages";
@@ -15,10 +17,12 @@ import {
   runId,
   serviceCommand,
   settings,
+  sql,
   startApi,
 } from "../context";
 import { commitOf } from "../current-figures";
 import { catalog, placeOrders, writeDataFiles } from "../data";
+import { readDurability } from "../durability";
 import {
   customers,
   databaseUrl,
@@ -37,6 +41,7 @@ import { measureBursts } from "./bursts";
 import { moneyCostsRow } from "./money-costs";
 import { measureOrders } from "./orders";
 import { paidCostRow, paidHistoryRow } from "./paid-orders";
+import { paidSustainedRow } from "./paid-sustained";
 import { launchFloors, measureReads } from "./reads";
 import { render } from "./report";
 import { renderScale, scaleBench } from "./scale";
@@ -46,6 +51,8 @@ import { measureWebhookIntake } from "./webhook-intake";
 
 export async function fullRun(host: Machine): Promise<Outcome> {
   const nc = connectedNats();
+  // The main stack's servers: the machine's PostgreSQL and nats-server (no monitoring port).
+  const durability = await readDurability(sql, { version: nc.info?.version ?? "unknown" });
   const { api, productIds } = await startApi();
   const payments = await launch("payments", serviceCommand("payments"), paymentsEnv(prefix.main));
 
@@ -112,8 +119,8 @@ export async function fullRun(host: Machine): Promise<Outcome> {
   const scale = await scaleBench(serviceCommand("api"), runDir);
   say("soak (O9): 5 minutes of steady mixed load on both services");
   const soak = await soakBench(runDir, serviceCommand, { prefix: prefix.soak });
-  say("paid orders (issue 38): their cost by rate and against the history, on private servers");
-  const paid = [await paidCostRow(), await paidHistoryRow()];
+  say("paid orders (issue 38): cost by rate, against the history, sustained; private servers");
+  const paid = [await paidCostRow(), await paidHistoryRow(), await paidSustainedRow()];
   say("money costs (issue 38): a refund, a reconciliation run, the anti-entropy check");
   const money = await moneyCostsRow();
 
@@ -148,6 +155,7 @@ export async function fullRun(host: Machine): Promise<Outcome> {
     log_lines: logLines,
     scale,
     soak,
+    durability,
   };
   const report = [
     render(results),
@@ -165,6 +173,7 @@ export async function fullRun(host: Machine): Promise<Outcome> {
       "results.md": report,
       ...paid[0].files,
       ...paid[1].files,
+      ...paid[2].files,
       ...money.files,
     },
     print: report,

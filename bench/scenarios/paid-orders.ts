@@ -5,12 +5,16 @@
  *   BENCH_ONLY=paid-cost npm run bench     # a paid order's cost at 50, 250 and 1,000 payments/s
  *   BENCH_ONLY=paid-history npm run bench  # its cost with 10k, 100k and 1M orders of history
  *
+ * (The sustained row, 1,000/s for 10 minutes, is ./paid-sustained.ts.) Each report starts with
+ * the private stack's durability block (../durability.ts).
+ *
  * BENCH_PAID_RATES (e.g. "50") and BENCH_PAID_HISTORY (e.g. "10000,100000") pick fewer.
  */
 import { writePaidHistory } from "@commerce/testing/paid-history";
 import { type PrivateStack, startPrivateStack } from "@commerce/testing/private-stack";
 import type { Outcome } from "../context";
 import { runDir, settings } from "../context";
+import { type Durability, durabilityOf, renderDurability } from "../durability";
 import { ms, verdict } from "../format";
 import { say } from "../harness";
 import { idleRate, measurePaidCost, type PaidCost, unpaidOrders } from "../paid-cost";
@@ -23,7 +27,10 @@ const historySizes = (process.env.BENCH_PAID_HISTORY ?? "10000,100000,1000000")
 /** Seconds of payments at each rate: the rate's orders are created beforehand. */
 const secondsAt = (rate: number) => (rate <= 50 ? 10 : rate <= 250 ? 8 : 3);
 
-async function withStack<T>(name: string, run: (stack: PrivateStack) => Promise<T>): Promise<T> {
+export async function withStack<T>(
+  name: string,
+  run: (stack: PrivateStack) => Promise<T>,
+): Promise<T> {
   const dir = `${runDir}/${name}`;
   await Bun.$`mkdir -p ${dir}`;
   const stack = await startPrivateStack(dir, { fromSources: settings.useSources });
@@ -45,6 +52,7 @@ export async function paidCostRow(): Promise<Outcome> {
     const idle = await idleRate(stack, 20);
     await warmUp(stack, idle);
     const runs: PaidCost[] = [];
+    const durability = await durabilityOf(stack);
     for (const rate of rates) {
       const orders = await unpaidOrders(stack, rate * secondsAt(rate));
       await Bun.sleep(2000);
@@ -55,16 +63,21 @@ export async function paidCostRow(): Promise<Outcome> {
       );
       runs.push(run);
     }
-    return { idle, runs };
+    return { durability, idle, runs };
   });
-  return { files: { "paid-cost.json": results }, print: renderPaidCost(results.runs) };
+  return {
+    files: { "paid-cost.json": results },
+    print: `${renderDurability(results.durability)}\n${renderPaidCost(results.runs)}`,
+  };
 }
 
 export async function paidHistoryRow(): Promise<Outcome> {
   const runs: (PaidCost & { history: number; seed_s: number })[] = [];
+  let durability: Durability | undefined;
   for (const size of historySizes)
     runs.push(
       await withStack(`paid-history-${size}`, async (stack) => {
+        durability ??= await durabilityOf(stack);
         say(`paid history: writing ${size} orders of history`);
         const seeded = performance.now();
         await writePaidHistory(stack.sql, size);
@@ -81,7 +94,10 @@ export async function paidHistoryRow(): Promise<Outcome> {
         return { ...run, history: size, seed_s: seedS };
       }),
     );
-  return { files: { "paid-history.json": runs }, print: renderPaidHistory(runs) };
+  return {
+    files: { "paid-history.json": { durability, runs } },
+    print: `${durability ? renderDurability(durability) : ""}\n${renderPaidHistory(runs)}`,
+  };
 }
 
 const cpuCells = (run: PaidCost) =>

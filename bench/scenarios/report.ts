@@ -1,5 +1,6 @@
 /** The full run's report: every row's table and the goals, in markdown. */
 import type { BurstResult } from "../burst";
+import { type Durability, renderDurability } from "../durability";
 import { ms, ratio, verdict, x } from "../format";
 import type { summarise } from "../load";
 import type { Machine, memory } from "../machine";
@@ -24,11 +25,19 @@ export type Results = {
   memory_after: Memory;
   memory_settled: Record<"after_3s" | "after_65s", Memory>;
   mode: string;
+  /** What the main stack's PostgreSQL and NATS ran (absent in runs saved before issue 38). */
+  durability?: Durability;
 };
 
 export function render(r: Results): string {
   const out: string[] = [];
   const m = r.machine;
+  if (r.durability)
+    out.push(
+      renderDurability(r.durability),
+      "(Issue 38's rows at the end run on private servers of their own: each says what it ran.)",
+      "",
+    );
   out.push(
     `Machine: ${m.cpus} × ${m.cpu_model}, ${m.memory_gib} GiB; Bun ${m.bun}, Node ${m.node}, ${m.wrk}; ` +
       `services as ${r.mode}; ${r.settings.rounds} rounds × ${r.settings.seconds} s; ` +

@@ -17,7 +17,25 @@ export type PrivateNatsOptions = {
   args?: string[];
   /** The client port; default a free one, kept across restarts. */
   port?: number;
+  /**
+   * JetStream's fsync as the deployment ships it (deploy/nats.conf: `sync_interval: always`),
+   * when the binary knows the setting (2.10 and later); 2.9 refuses it, and runs its default.
+   */
+  syncAlways?: boolean;
 };
+
+/** The version of the machine's nats-server binary, e.g. "2.9.10". */
+export function natsServerVersion(): string {
+  const binary = Bun.which("nats-server") ?? "/usr/sbin/nats-server";
+  const out = Bun.spawnSync([binary, "--version"]).stdout.toString();
+  return /v?(\d+\.\d+\.\d+)/.exec(out)?.[1] ?? "unknown";
+}
+
+/** Whether a nats-server of `version` knows `sync_interval` (2.10 and later). */
+export function knowsSyncInterval(version: string): boolean {
+  const [major, minor] = version.split(".").map(Number);
+  return major > 2 || (major === 2 && minor >= 10);
+}
 
 /**
  * A private `nats-server -js` on a free port with its own store directory, so a test can stop and
@@ -57,11 +75,16 @@ export class PrivateNats {
     this.port ||= await freePort();
     const binary = Bun.which("nats-server") ?? "/usr/sbin/nats-server";
     const args = ["-a", "127.0.0.1", "-p", String(this.port), "-js", "-sd", this.storeDir];
-    if (this.options.include) {
-      // nats-server resolves an include relative to the including file, even an absolute path.
-      const config = join(this.storeDir, "nats.conf");
-      writeFileSync(config, `include "${relative(this.storeDir, this.options.include)}"\n`);
-      args.push("-c", config);
+    const config: string[] = [];
+    // nats-server resolves an include relative to the including file, even an absolute path.
+    if (this.options.include)
+      config.push(`include "${relative(this.storeDir, this.options.include)}"`);
+    if (this.options.syncAlways && knowsSyncInterval(natsServerVersion()))
+      config.push("jetstream { sync_interval: always }");
+    if (config.length > 0) {
+      const file = join(this.storeDir, "nats.conf");
+      writeFileSync(file, `${config.join("\n")}\n`);
+      args.push("-c", file);
     }
     args.push(...(this.options.args ?? []), "-l", this.logFile);
     this.process = Bun.spawn([binary, ...args], {

@@ -1,8 +1,10 @@
 /**
  * A stack of its own (issue 38's rows and the paid path's plans): a private PostgreSQL (with
- * pg_stat_statements, fsync on as deployed) and a private nats-server (with its monitoring port,
- * for `/varz`), the api and payments against them, and a webhook endpoint subscribed to every
- * order event, answered 204 by a receiver in this process. Nothing else runs against either
+ * pg_stat_statements, fsync and synchronous commit on as deployed) and a private nats-server (with
+ * its monitoring port, for `/varz`; JetStream's `sync_interval: always` as deployed when the
+ * binary is 2.10 or later, 2.9 cannot), the api and payments against them, and a webhook
+ * endpoint subscribed to every order event, answered 204 by a receiver in this process, which
+ * tells `onDelivery` listeners each delivery's event and order. Nothing else runs against either
  * server, so every statement, commit, WAL fsync, NATS message and CPU tick they count is the
  * path's own.
  */
@@ -36,6 +38,19 @@ export function cpuTicks(pid: number): number {
   }
 }
 
+/** Resident memory of a process in MiB (`VmRSS`); 0 once it is gone. */
+export function rssMib(pid: number): number {
+  try {
+    const kib = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return Math.round((Number(kib ?? 0) / 1024) * 10) / 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** A webhook delivery as the receiver saw it: the event's type and order, when it came. */
+export type Delivery = { type: string; order_id: number; at: number };
+
 const parentOf = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
@@ -44,6 +59,7 @@ const parentOf = (pid: number) => {
 /** The servers' settings: as deployed (fsync on, synchronous commit), plus the statement counts. */
 const postgresSettings = {
   fsync: "on",
+  synchronous_commit: "on",
   shared_preload_libraries: "pg_stat_statements",
   "pg_stat_statements.max": "2000",
   "pg_stat_statements.track": "all",
@@ -77,7 +93,8 @@ export async function startPrivateStack(
   await sql`create extension if not exists pg_stat_statements`;
 
   const monitorPort = await freePort();
-  const nats = new PrivateNats({ args: ["-m", String(monitorPort)] });
+  // JetStream's fsync as shipped (`sync_interval: always`) where this nats-server knows it.
+  const nats = new PrivateNats({ args: ["-m", String(monitorPort)], syncAlways: true });
   await nats.start();
   const prefix = "paid";
   const serviceEnv = {
@@ -111,12 +128,19 @@ export async function startPrivateStack(
   const payments = await start("payments");
   const nc: NatsConnection = await connect({ servers: nats.url });
   let delivered = 0;
+  const listeners = new Set<(delivery: Delivery) => void>();
   const receiver = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     async fetch(request) {
-      await request.arrayBuffer();
+      const body = await request.text();
       delivered++;
+      if (listeners.size > 0) {
+        const at = performance.now();
+        const event = JSON.parse(body) as { type: string; data: { order_id: number } };
+        for (const listener of listeners)
+          listener({ type: event.type, order_id: event.data.order_id, at });
+      }
       return new Response(null, { status: 204 });
     },
   });
@@ -154,6 +178,13 @@ export async function startPrivateStack(
     monitorUrl: `http://127.0.0.1:${monitorPort}`,
     /** Webhook deliveries the receiver has answered. */
     delivered: () => delivered,
+    /** Calls `listener` with each delivery from now on (when it came: performance.now()). */
+    onDelivery(listener: (delivery: Delivery) => void) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    /** Resident memory of the api and payments, MiB. */
+    rss: () => ({ api: rssMib(api.pid), payments: rssMib(payments.pid) }),
     /** CPU ticks (1/100 s) per process so far. */
     ticks: () => ({
       api: cpuTicks(api.pid),
