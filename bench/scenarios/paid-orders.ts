@@ -10,6 +10,7 @@
  *
  * BENCH_PAID_RATES (e.g. "50") and BENCH_PAID_HISTORY (e.g. "10000,100000") pick fewer.
  */
+import { availableParallelism } from "node:os";
 import { writePaidHistory } from "@commerce/testing/paid-history";
 import { type PrivateStack, startPrivateStack } from "@commerce/testing/private-stack";
 import type { Outcome } from "../context";
@@ -103,6 +104,14 @@ export async function paidHistoryRow(): Promise<Outcome> {
 const cpuCells = (run: PaidCost) =>
   `${ms(run.cpu_ms.api)} / ${ms(run.cpu_ms.payments)} / ${ms(run.cpu_ms.nats)} / ${ms(run.cpu_ms.postgres)}`;
 
+const cores = availableParallelism();
+
+/** Paid orders a second the machine could hold at this run's cost, and the share the rate used. */
+const limitCell = (run: PaidCost) => {
+  const limit = ((cores - run.idle_cores.total) * 1000) / run.cpu_ms.total;
+  return `${Math.round(limit)}/s (${Math.round((run.rate_per_s / limit) * 100)}%)`;
+};
+
 export function renderPaidCost(runs: PaidCost[]): string {
   const goalOf = (rate: number) => (rate >= 1000 ? goals.saturated : goals.lone);
   const idle = runs[0]?.idle_cores;
@@ -111,11 +120,13 @@ export function renderPaidCost(runs: PaidCost[]): string {
     "",
     "CPU per paid order from /proc, the idle rate's share taken off (with it in brackets); a private PostgreSQL (fsync on) and nats-server; load average at the end of each window.",
     "",
-    "| rate | api / payments / NATS / PostgreSQL ms | total ms | goal | cores busy | accepted → paid p50 / p99 ms | lost | load |",
-    "|---|---|---|---|---|---|---|---|",
+    `The machine's limit at that cost: its ${cores} cores, less the idle rate, divided by the CPU of one paid order (the share of the limit the rate uses beside it).`,
+    "",
+    "| rate | api / payments / NATS / PostgreSQL ms | total ms | goal | cores busy | limit at this cost | accepted → paid p50 / p99 ms | lost | load |",
+    "|---|---|---|---|---|---|---|---|---|",
     ...runs.map(
       (run) =>
-        `| ${run.rate_per_s}/s | ${cpuCells(run)} | ${ms(run.cpu_ms.total)} (${ms(run.cpu_ms_with_idle)}) | ≤ ${goalOf(run.rate_per_s)}: ${verdict(run.cpu_ms.total <= goalOf(run.rate_per_s))} | ${ms(run.cores_busy)} | ${ms(run.paid_p50_ms)} / ${ms(run.paid_p99_ms)} | ${run.lost} | ${run.load_average} |`,
+        `| ${run.rate_per_s}/s | ${cpuCells(run)} | ${ms(run.cpu_ms.total)} (${ms(run.cpu_ms_with_idle)}) | ≤ ${goalOf(run.rate_per_s)}: ${verdict(run.cpu_ms.total <= goalOf(run.rate_per_s))} | ${ms(run.cores_busy)} | ${limitCell(run)} | ${ms(run.paid_p50_ms)} / ${ms(run.paid_p99_ms)} | ${run.lost} | ${run.load_average} |`,
     ),
     "",
     idle
