@@ -16,6 +16,7 @@
  *   BENCH_ONLY=paid-cost npm run bench     # a paid order's CPU at 50/250/1000 per s (~3 min)
  *   BENCH_ONLY=paid-history npm run bench  # its CPU with 10k/100k/1M orders of history (~8 min)
  *   BENCH_ONLY=money-costs npm run bench   # a refund, a reconciliation run, the anti-entropy check
+ *     (~7 min; the run: 10,000 PaymentIntents over 100,000 stored notifications, BENCH_RECONCILE_*)
  *   BENCH_ONLY=paid-sustained npm run bench  # 1,000 paid orders/s for 10 min, open loop (~13 min;
  *     BENCH_SUSTAINED_RATE, _SECONDS, _BUCKET, _DRAIN: e.g. 500/s for 60 s to find what it holds)
  *

@@ -65,6 +65,9 @@ export const notifications = payments.table(
     // V3: the operator's list, newest first.
     index("notifications_received_at_idx").on(table.receivedAt, table.id),
     index("notifications_provider_received_at_idx").on(table.provider, table.receivedAt, table.id),
+    // B1: reconciliation asks whether a stored notification of a payment explains its state,
+    // a page of payments at a time: an index lookup per payment, whatever the table's size.
+    index("notifications_provider_payment_ref_idx").on(table.provider, table.paymentRef),
   ],
 );
 
