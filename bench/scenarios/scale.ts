@@ -43,7 +43,8 @@ async function load(sql: postgres.Sql, rows: number) {
       (select count(*)::int from api.orders) as orders`;
   if (products === rows && orders === rows) return say(`${label(rows)}: reusing the rows loaded`);
   say(`${label(rows)}: loading ${rows} products and ${rows} orders with one line each`);
-  await sql`truncate api.order_items, api.order_events, api.orders, api.cart_items, api.products`;
+  await sql`
+    truncate api.order_items, api.order_events, api.refunds, api.orders, api.cart_items, api.products`;
   await sql`
     insert into api.products (name, price, category, stock)
     select 'Product ' || g, 100 + g % 9000,
