@@ -13,6 +13,7 @@ import type { OrderEvent } from "@commerce/shared/contract/messages";
 import { signPayload } from "@commerce/shared/contract/signature";
 import { webhookSecret } from "@commerce/testing/basics";
 import type { PrivateStack } from "@commerce/testing/private-stack";
+import { type PlacedOrder, succeeded } from "@commerce/testing/processes";
 import { percentile } from "./order-paid-latency";
 
 type Processes = { api: number; payments: number; nats: number; postgres: number };
@@ -50,6 +51,12 @@ export type PaidCost = {
 };
 
 const hz = 100;
+
+/** The signed `payment.succeeded` (notification id `id`, signed at `at`) that pays `order` in full. */
+export function signedPayment(order: PlacedOrder, id: string, at: number) {
+  const body = JSON.stringify(succeeded(order, { id }));
+  return { body, signature: signPayload(body, webhookSecret, at) };
+}
 const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 
 /** `count` unpaid orders of one product, written as placing writes them (items, timeline). */
@@ -134,16 +141,7 @@ export async function measurePaidCost(
 ): Promise<PaidCost> {
   // Signed beforehand, so the sender's clock is not held up by signing.
   const at = Math.floor(Date.now() / 1000);
-  const requests = orders.map((order) => {
-    const body = JSON.stringify({
-      event: "payment.succeeded",
-      order_id: order.order_id,
-      amount: order.amount,
-      currency: order.currency,
-      id: `${tag}-${order.order_id}`,
-    });
-    return { body, signature: signPayload(body, webhookSecret, at) };
-  });
+  const requests = orders.map((order) => signedPayment(order, `${tag}-${order.order_id}`, at));
   const accepted = new Map<number, number>();
   const paidAt = new Map<number, number>();
   const subscription = stack.nc.subscribe(stack.topology.orders.event("paid"));

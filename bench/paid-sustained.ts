@@ -19,10 +19,9 @@
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import type { OrderEvent } from "@commerce/shared/contract/messages";
-import { signPayload } from "@commerce/shared/contract/signature";
-import { webhookSecret } from "@commerce/testing/basics";
 import type { PrivateStack } from "@commerce/testing/private-stack";
 import { percentile } from "./order-paid-latency";
+import { signedPayment } from "./paid-cost";
 
 type Order = { order_id: number; amount: number; currency: string };
 
@@ -238,16 +237,9 @@ export async function measureSustained(
   /** Orders `from` to `to`, signed now: one second's worth at a time, ahead of the clock. */
   const sign = (from: number, to: number) => {
     const at = Math.floor(Date.now() / 1000);
-    return orders.slice(from, Math.min(to, n)).map((order) => {
-      const body = JSON.stringify({
-        event: "payment.succeeded",
-        order_id: order.order_id,
-        amount: order.amount,
-        currency: order.currency,
-        id: `s-${order.order_id}`,
-      });
-      return { body, signature: signPayload(body, webhookSecret, at) };
-    });
+    return orders
+      .slice(from, Math.min(to, n))
+      .map((order) => signedPayment(order, `s-${order.order_id}`, at));
   };
   const chunk = Math.max(1, Math.round(rate));
 
